@@ -1,0 +1,205 @@
+"""The encoder both objectives share: a post-LN BERT, read top to bottom.
+
+Shapes: B batch, T sequence length, E embedding size, H hidden size, P masked positions per sequence,
+V vocabulary size. MLM (BERT) uses one `Encoder` + `MaskedLMHead`; RTD (ELECTRA) uses two `Encoder`s
+(a narrow generator and the discriminator) that share one `Embeddings` module, plus a `MaskedLMHead` on
+the generator and a `DiscriminatorHead`. The objectives live in `objectives.py`, so a budget compares
+objectives, never architectures.
+
+The analytic FLOP formula for this model (the paper's convention) is `EncoderConfig.paper_flops_per_token`
+in `flops/paper.py`; measured FLOPs come from fvcore on this exact forward (`flops/measured.py`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+@dataclass(frozen=True)
+class EncoderConfig:
+    vocab_size: int = 30522
+    embedding_size: int = 128  # E; projected to H when it differs (ELECTRA's factorised embeddings)
+    hidden_size: int = 256  # H
+    num_layers: int = 12
+    num_heads: int = 4
+    ffn_size: int = 1024
+    max_positions: int = 512
+    type_vocab_size: int = 2
+    dropout: float = 0.1
+    layer_norm_eps: float = 1e-12
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden_size // self.num_heads
+
+
+class Embeddings(nn.Module):
+    """Token + position + segment embeddings of size E. ELECTRA shares this whole module between
+    generator and discriminator (the official code's `electra/embeddings` scope)."""
+
+    def __init__(self, cfg: EncoderConfig):
+        super().__init__()
+        self.word = nn.Embedding(cfg.vocab_size, cfg.embedding_size)
+        self.position = nn.Embedding(cfg.max_positions, cfg.embedding_size)
+        self.segment = nn.Embedding(cfg.type_vocab_size, cfg.embedding_size)
+        self.norm = nn.LayerNorm(cfg.embedding_size, eps=cfg.layer_norm_eps)
+        self.dropout = nn.Dropout(cfg.dropout)
+
+    def forward(self, input_ids: torch.Tensor, segment_ids: torch.Tensor) -> torch.Tensor:
+        T = input_ids.shape[1]
+        pos = torch.arange(T, device=input_ids.device)
+        x = self.word(input_ids) + self.position(pos)[None] + self.segment(segment_ids)  # (B, T, E)
+        return self.dropout(self.norm(x))
+
+
+class SelfAttention(nn.Module):
+    def __init__(self, cfg: EncoderConfig):
+        super().__init__()
+        self.num_heads = cfg.num_heads
+        self.qkv = nn.Linear(cfg.hidden_size, 3 * cfg.hidden_size)
+        self.out = nn.Linear(cfg.hidden_size, cfg.hidden_size)
+        self.attn_dropout = cfg.dropout
+
+    def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None) -> torch.Tensor:
+        B, T, H = x.shape
+        q, k, v = self.qkv(x).view(B, T, 3, self.num_heads, H // self.num_heads).permute(2, 0, 3, 1, 4)  # 3 x (B, A, T, D)
+        y = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=attn_mask, dropout_p=self.attn_dropout if self.training else 0.0
+        )  # (B, A, T, D)
+        return self.out(y.transpose(1, 2).reshape(B, T, H))  # (B, T, H)
+
+
+class Block(nn.Module):
+    """Post-LN transformer block, as BERT and ELECTRA: x = LN(x + f(x))."""
+
+    def __init__(self, cfg: EncoderConfig):
+        super().__init__()
+        self.attn = SelfAttention(cfg)
+        self.attn_norm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps)
+        self.ffn_in = nn.Linear(cfg.hidden_size, cfg.ffn_size)
+        self.ffn_out = nn.Linear(cfg.ffn_size, cfg.hidden_size)
+        self.ffn_norm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps)
+        self.dropout = nn.Dropout(cfg.dropout)
+
+    def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None) -> torch.Tensor:
+        x = self.attn_norm(x + self.dropout(self.attn(x, attn_mask)))  # (B, T, H)
+        h = F.gelu(self.ffn_in(x))  # (B, T, F)
+        return self.ffn_norm(x + self.dropout(self.ffn_out(h)))  # (B, T, H)
+
+
+class Encoder(nn.Module):
+    """Embeddings (optionally shared) -> E->H projection -> L blocks. Returns (B, T, H)."""
+
+    def __init__(self, cfg: EncoderConfig, embeddings: Embeddings | None = None):
+        super().__init__()
+        self.cfg = cfg
+        self.embeddings = embeddings if embeddings is not None else Embeddings(cfg)
+        E = self.embeddings.word.embedding_dim
+        self.embed_proj = nn.Linear(E, cfg.hidden_size) if E != cfg.hidden_size else None
+        self.layers = nn.ModuleList(Block(cfg) for _ in range(cfg.num_layers))
+        self.apply(init_weights)
+
+    def forward(
+        self, input_ids: torch.Tensor, segment_ids: torch.Tensor, attention_mask: torch.Tensor
+    ) -> torch.Tensor:
+        x = self.embeddings(input_ids, segment_ids)  # (B, T, E)
+        if self.embed_proj is not None:
+            x = self.embed_proj(x)  # (B, T, H)
+        # Packed pre-training batches have no padding; skipping the mask keeps SDPA on its fastest kernel.
+        mask = None if bool(attention_mask.all()) else attention_mask[:, None, None, :].bool()  # (B, 1, 1, T)
+        for layer in self.layers:
+            x = layer(x, mask)
+        return x
+
+
+class MaskedLMHead(nn.Module):
+    """BERT/ELECTRA MLM head: H -> E (GELU, LN), then logits against the tied word embeddings.
+    Computed only at the P masked positions: the full (B, T, V) head would cost about as much as
+    the whole small encoder."""
+
+    def __init__(self, cfg: EncoderConfig, word_embeddings: nn.Embedding):
+        super().__init__()
+        E = word_embeddings.embedding_dim
+        self.transform = nn.Linear(cfg.hidden_size, E)
+        self.norm = nn.LayerNorm(E, eps=cfg.layer_norm_eps)
+        self.word_embeddings = word_embeddings  # tied: (V, E)
+        self.bias = nn.Parameter(torch.zeros(cfg.vocab_size))
+        init_weights(self.transform)
+
+    def forward(self, hidden: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        B, P = positions.shape
+        idx = positions[..., None].expand(B, P, hidden.shape[-1])
+        h = torch.gather(hidden, 1, idx)  # (B, P, H)
+        h = self.norm(F.gelu(self.transform(h)))  # (B, P, E)
+        return h @ self.word_embeddings.weight.t() + self.bias  # (B, P, V)
+
+
+class DiscriminatorHead(nn.Module):
+    """ELECTRA's replaced-token head: dense H->H with GELU, then one logit per token."""
+
+    def __init__(self, cfg: EncoderConfig):
+        super().__init__()
+        self.dense = nn.Linear(cfg.hidden_size, cfg.hidden_size)
+        self.out = nn.Linear(cfg.hidden_size, 1)
+        self.apply(init_weights)
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.out(F.gelu(self.dense(hidden))).squeeze(-1)  # (B, T)
+
+
+class SequenceClassifier(nn.Module):
+    """Fine-tuning: a pre-trained encoder plus a head on [CLS] (ELECTRA's: dropout, dense to labels).
+    `num_labels == 1` is regression (STS-B)."""
+
+    def __init__(self, encoder: Encoder, num_labels: int):
+        super().__init__()
+        self.encoder = encoder
+        self.dropout = nn.Dropout(encoder.cfg.dropout)
+        self.classifier = nn.Linear(encoder.cfg.hidden_size, num_labels)
+        init_weights(self.classifier)
+
+    def forward(self, input_ids, segment_ids, attention_mask) -> torch.Tensor:
+        cls = self.encoder(input_ids, segment_ids, attention_mask)[:, 0]  # (B, H)
+        return self.classifier(self.dropout(cls))  # (B, num_labels)
+
+
+def init_weights(module: nn.Module) -> None:
+    """BERT's initialisation: N(0, 0.02) weights, zero biases, unit LayerNorm."""
+    if isinstance(module, (nn.Linear, nn.Embedding)):
+        nn.init.normal_(module.weight, std=0.02)
+        if getattr(module, "bias", None) is not None:
+            nn.init.zeros_(module.bias)
+    elif isinstance(module, nn.LayerNorm):
+        nn.init.ones_(module.weight)
+        nn.init.zeros_(module.bias)
+
+
+def count_parameters(module: nn.Module) -> int:
+    """Unique parameters (tied/shared tensors counted once)."""
+    return sum(p.numel() for p in {id(p): p for p in module.parameters()}.values())
+
+
+def generator_config(disc: EncoderConfig, size: float) -> EncoderConfig:
+    """ELECTRA's generator: same depth and embedding size, hidden = `size` x the discriminator's
+    (or `size` itself when > 1), FFN 4x hidden, heads = hidden / 64 (at least 1)."""
+    hidden = int(size) if size > 1 else max(1, int(round(disc.hidden_size * size)))
+    heads = max(1, hidden // 64)
+    if hidden % heads:
+        heads = math.gcd(hidden, heads)
+    return EncoderConfig(
+        vocab_size=disc.vocab_size,
+        embedding_size=disc.embedding_size,
+        hidden_size=hidden,
+        num_layers=disc.num_layers,
+        num_heads=heads,
+        ffn_size=4 * hidden,
+        max_positions=disc.max_positions,
+        type_vocab_size=disc.type_vocab_size,
+        dropout=disc.dropout,
+        layer_norm_eps=disc.layer_norm_eps,
+    )

@@ -1,0 +1,219 @@
+"""Named pre-training presets: typed functions returning a `Preset`, listed by a registry.
+
+`small`, `base` and `large` are the ELECTRA paper's (Clark et al. 2020, Table 6 and the official
+configure_pretraining.py); the CPU presets are ours and say so in their description.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .errors import BenchError
+from .model import EncoderConfig, generator_config
+
+OBJECTIVES = ("mlm", "rtd")
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    description: str
+    encoder: EncoderConfig  # the MLM model, and RTD's discriminator
+    generator_size: float  # generator hidden as a fraction of the discriminator's (or absolute when > 1)
+    seq_len: int
+    batch_size: int
+    lr: float
+    steps: dict[str, int]  # the paper's full schedule per objective (BERT trains longer at equal FLOPs)
+    warmup_fraction: float  # of the budget; the paper warms up 10,000 steps
+    mask_prob: float = 0.15
+    disc_weight: float = 50.0  # ELECTRA's lambda
+    weight_decay: float = 0.01
+    adam_eps: float = 1e-6
+    adam_betas: tuple[float, float] = (0.9, 0.999)
+    grad_clip: float = 1.0
+    # fine-tuning recipe (ELECTRA paper, Table 7)
+    finetune_lr: float = 3e-4
+    layerwise_lr_decay: float = 0.8
+    source: str = "paper"  # "paper" or "ours"
+    checkpoint_fractions: tuple[float, ...] = (1 / 16, 1 / 8, 1 / 4, 1 / 2, 1.0)
+
+    @property
+    def generator(self) -> EncoderConfig:
+        return generator_config(self.encoder, self.generator_size)
+
+    @property
+    def max_predictions(self) -> int:
+        """Masked positions per sequence (fixed, as the official code's max_predictions_per_seq)."""
+        return max(1, round(self.mask_prob * self.seq_len))
+
+    def to_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["generator"] = dataclasses.asdict(self.generator)
+        d["max_predictions"] = self.max_predictions
+        return d
+
+
+_REGISTRY: dict[str, Callable[[], Preset]] = {}
+
+
+def register(fn: Callable[[], Preset]) -> Callable[[], Preset]:
+    _REGISTRY[fn.__name__] = fn
+    return fn
+
+
+def names() -> list[str]:
+    return list(_REGISTRY)
+
+
+def get(name: str) -> Preset:
+    if name not in _REGISTRY:
+        raise BenchError(f"unknown preset '{name}': choose one of {', '.join(_REGISTRY)}")
+    return _REGISTRY[name]()
+
+
+_PAPER_VOCAB = 30522
+
+
+@register
+def small() -> Preset:
+    return Preset(
+        name="small",
+        description="ELECTRA-Small / BERT-Small (paper): 14M params, seq 128, batch 128",
+        encoder=EncoderConfig(
+            vocab_size=_PAPER_VOCAB, embedding_size=128, hidden_size=256, num_layers=12, num_heads=4, ffn_size=1024
+        ),
+        generator_size=1 / 4,
+        seq_len=128,
+        batch_size=128,
+        lr=5e-4,
+        steps={"rtd": 1_000_000, "mlm": 1_450_000},
+        warmup_fraction=0.01,
+        finetune_lr=3e-4,
+        layerwise_lr_decay=0.8,
+    )
+
+
+@register
+def base() -> Preset:
+    return Preset(
+        name="base",
+        description="ELECTRA-Base / BERT-Base (paper): 110M params, seq 512, batch 256",
+        encoder=EncoderConfig(
+            vocab_size=_PAPER_VOCAB, embedding_size=768, hidden_size=768, num_layers=12, num_heads=12, ffn_size=3072
+        ),
+        generator_size=1 / 3,
+        seq_len=512,
+        batch_size=256,
+        lr=2e-4,
+        steps={"rtd": 766_000, "mlm": 1_000_000},
+        warmup_fraction=10_000 / 766_000,
+        finetune_lr=1e-4,
+        layerwise_lr_decay=0.8,
+    )
+
+
+@register
+def large() -> Preset:
+    return Preset(
+        name="large",
+        description="ELECTRA-Large (paper): 335M params, seq 512, batch 2048, mask 25%",
+        encoder=EncoderConfig(
+            vocab_size=_PAPER_VOCAB, embedding_size=1024, hidden_size=1024, num_layers=24, num_heads=16, ffn_size=4096
+        ),
+        generator_size=1 / 4,
+        seq_len=512,
+        batch_size=2048,
+        lr=2e-4,
+        mask_prob=0.25,
+        steps={"rtd": 400_000, "mlm": 400_000},
+        warmup_fraction=10_000 / 400_000,
+        finetune_lr=5e-5,
+        layerwise_lr_decay=0.9,
+    )
+
+
+@register
+def tiny() -> Preset:
+    return Preset(
+        name="tiny",
+        description="ours, for a 2-core CPU: the embedded default (tuned, see docs/tuning.md)",
+        encoder=EncoderConfig(
+            vocab_size=4096, embedding_size=128, hidden_size=128, num_layers=2, num_heads=2, ffn_size=512,
+            max_positions=128,
+        ),
+        generator_size=1 / 4,
+        seq_len=64,
+        batch_size=32,
+        lr=1e-3,
+        steps={"rtd": 20_000, "mlm": 20_000},
+        warmup_fraction=0.05,
+        finetune_lr=3e-4,
+        layerwise_lr_decay=0.8,
+        source="ours",
+    )
+
+
+@register
+def mini() -> Preset:
+    return Preset(
+        name="mini",
+        description="ours, for a laptop CPU: 4 layers, hidden 256, seq 128",
+        encoder=EncoderConfig(
+            vocab_size=8192, embedding_size=128, hidden_size=256, num_layers=4, num_heads=4, ffn_size=1024,
+            max_positions=128,
+        ),
+        generator_size=1 / 4,
+        seq_len=128,
+        batch_size=32,
+        lr=1e-3,
+        steps={"rtd": 50_000, "mlm": 50_000},
+        warmup_fraction=0.05,
+        finetune_lr=3e-4,
+        layerwise_lr_decay=0.8,
+        source="ours",
+    )
+
+
+@dataclass
+class Overrides:
+    """What users change on the command line; None means 'keep the preset's value'."""
+
+    steps: int | None = None
+    batch_size: int | None = None
+    seq_len: int | None = None
+    generator_size: float | None = None
+    lr: float | None = None
+    mask_prob: float | None = None
+    vocab_size: int | None = None
+    extra: dict = field(default_factory=dict)
+
+
+def resolve(name: str, ov: Overrides | None = None) -> Preset:
+    """The preset with overrides applied and validated (bad values -> BenchError)."""
+    p = get(name)
+    if ov is None:
+        return p
+    for label, value in [("--steps", ov.steps), ("--batch-size", ov.batch_size), ("--seq-len", ov.seq_len),
+                         ("--vocab-size", ov.vocab_size)]:
+        if value is not None and value <= 0:
+            raise BenchError(f"{label} must be a positive integer, got {value}")
+    for label, value in [("--lr", ov.lr), ("--generator-size", ov.generator_size)]:
+        if value is not None and not value > 0:
+            raise BenchError(f"{label} must be positive, got {value}")
+    if ov.mask_prob is not None and not 0 < ov.mask_prob < 1:
+        raise BenchError(f"--mask-prob must be between 0 and 1, got {ov.mask_prob}")
+    enc = p.encoder
+    if ov.vocab_size is not None:
+        enc = dataclasses.replace(enc, vocab_size=ov.vocab_size)
+    if ov.seq_len is not None and ov.seq_len > enc.max_positions:
+        enc = dataclasses.replace(enc, max_positions=ov.seq_len)
+    changes: dict = {"encoder": enc}
+    if ov.steps is not None:
+        changes["steps"] = {o: ov.steps for o in OBJECTIVES}
+    for attr in ("batch_size", "seq_len", "generator_size", "lr", "mask_prob"):
+        if getattr(ov, attr) is not None:
+            changes[attr] = getattr(ov, attr)
+    changes.update(ov.extra)
+    return dataclasses.replace(p, **changes)
