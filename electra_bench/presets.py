@@ -45,8 +45,9 @@ class Preset:
 
     @property
     def max_predictions(self) -> int:
-        """Masked positions per sequence (fixed, as the official code's max_predictions_per_seq)."""
-        return max(1, round(self.mask_prob * self.seq_len))
+        """Masked-position slots per sequence: the official code's max_predictions_per_seq,
+        int((mask_prob + 0.005) x seq_len); each sequence fills round(mask_prob x real tokens) of them."""
+        return max(1, int((self.mask_prob + 0.005) * self.seq_len))
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)

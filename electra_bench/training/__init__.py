@@ -1,0 +1,1 @@
+"""Budgeted pre-training: plan a run from counted FLOPs, train to the budget, checkpoint, resume."""

@@ -1,0 +1,100 @@
+"""From a FLOP budget to a step count, and the checkpoint schedule.
+
+A budget is absolute ("1e15", "2.5e13") or a percentage of the preset's reference budget ("25%"):
+the paper's full ELECTRA schedule for that preset (`preset.steps["rtd"]` steps of the RTD objective),
+counted in the run's FLOP convention. Both objectives of a comparison get the same number, so "25%"
+means the same compute for MLM and RTD (the paper sized BERT-Small's 1.45M steps to match it).
+
+The run takes floor(budget / flops_per_step) steps, so it never spends more than the budget and
+stops less than one step short of it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from ..errors import BenchError
+
+_NUMBER = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(%)?\s*$")
+
+
+@dataclass(frozen=True)
+class Plan:
+    objective: str
+    convention: str
+    budget: float  # FLOPs asked for
+    flops_per_step: float
+    total_steps: int
+    checkpoints: dict[float, int]  # nominal fraction of the budget -> step at which it is saved
+
+    @property
+    def planned_flops(self) -> float:
+        return self.total_steps * self.flops_per_step
+
+    def flops_at(self, step: int) -> float:
+        return step * self.flops_per_step
+
+    def to_dict(self) -> dict:
+        return {
+            "objective": self.objective,
+            "convention": self.convention,
+            "budget": self.budget,
+            "flops_per_step": self.flops_per_step,
+            "total_steps": self.total_steps,
+            "planned_flops": self.planned_flops,
+            "checkpoints": {f"{f:g}": s for f, s in self.checkpoints.items()},
+        }
+
+
+def parse_budget(text: str | float, reference_flops: float | None = None) -> float:
+    """'1e15' -> 1e15; '25%' -> 0.25 x reference_flops. Malformed or non-positive -> BenchError."""
+    if isinstance(text, (int, float)):
+        value, percent = float(text), False
+    else:
+        m = _NUMBER.match(str(text))
+        if not m:
+            raise BenchError(f"malformed budget '{text}': expected FLOPs like 1e15 or a percentage like 25%")
+        value, percent = float(m.group(1)), m.group(2) is not None
+    if not math.isfinite(value) or value <= 0:
+        raise BenchError(f"budget must be a positive number of FLOPs, got '{text}'")
+    if percent:
+        if reference_flops is None:
+            raise BenchError(f"budget '{text}' is a percentage but this preset has no reference budget")
+        return value / 100.0 * reference_flops
+    return value
+
+
+def make_plan(
+    objective: str,
+    convention: str,
+    budget: float,
+    flops_per_step: float,
+    fractions: tuple[float, ...],
+    describe_step: str = "",
+) -> Plan:
+    total = int(budget // flops_per_step)
+    if total < 1:
+        raise BenchError(
+            f"budget {budget:.3g} FLOPs is smaller than one training step of {objective} "
+            f"({flops_per_step:.3g} FLOPs{describe_step}, {convention} convention)"
+        )
+    for f in fractions:
+        if not 0 < f <= 1:
+            raise BenchError(f"checkpoint fraction {f} must be in (0, 1]")
+    checkpoints: dict[float, int] = {}
+    for f in sorted(set(fractions)):
+        step = max(1, round(f * total))
+        if step not in checkpoints.values():
+            checkpoints[f] = step
+    return Plan(objective, convention, budget, flops_per_step, total, checkpoints)
+
+
+def lr_at(step: int, total_steps: int, peak: float, warmup_fraction: float) -> float:
+    """Learning rate for optimizer step `step` (0-based), keyed to the fraction of the budget spent:
+    linear warmup over `warmup_fraction` of the budget, then linear decay to zero at the budget (the
+    paper's schedule, rescaled so a 1/16 budget still warms up and decays fully, as cramming does)."""
+    frac = step / total_steps
+    warm = 1.0 if warmup_fraction <= 0 else min(1.0, (step + 1) / max(1.0, warmup_fraction * total_steps))
+    return peak * warm * max(0.0, 1.0 - frac)

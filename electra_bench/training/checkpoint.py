@@ -1,0 +1,131 @@
+"""Checkpoints in safetensors + JSON: nothing is ever loaded by unpickling.
+
+Two kinds live in a pre-training directory:
+- `checkpoints/frac-<f>/`: the kept encoder (MLM's encoder, RTD's discriminator) at a budget fraction,
+  `model.safetensors` + `checkpoint.json` (step, exact FLOPs, encoder config); what fine-tuning reads.
+- `state/<step>/`: everything needed to resume exactly (all weights, optimizer moments, step), the newest
+  one named by `state/latest.json`. A state directory is complete before `latest.json` points at it, and
+  `latest.json` is replaced atomically, so a kill at any moment leaves the previous state usable.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from .. import atomic_io
+from ..errors import BenchError
+from ..model import Encoder, EncoderConfig
+
+
+def _save_tensors(path: Path, tensors: dict[str, torch.Tensor]) -> None:
+    with atomic_io.atomic_path(path) as tmp:
+        save_file({k: v.detach().contiguous().cpu() for k, v in tensors.items()}, str(tmp))
+
+
+def _unique_state(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """state_dict without duplicate storage for tied/shared tensors (safetensors refuses aliases)."""
+    seen: dict[int, str] = {}
+    out = {}
+    for name, t in module.state_dict().items():
+        key = (t.data_ptr(), t.shape, t.stride()) if t.numel() else name
+        if key in seen:
+            continue
+        seen[key] = name
+        out[name] = t
+    return out
+
+
+def load_into(module: torch.nn.Module, path: Path) -> None:
+    tensors = load_file(str(path))
+    missing, unexpected = module.load_state_dict(tensors, strict=False)
+    # Shared tensors are stored once; their other names are legitimately "missing" here.
+    shared = {n for n in missing if _is_alias(module, n, tensors)}
+    missing = [n for n in missing if n not in shared]
+    if missing or unexpected:
+        raise BenchError(f"{path}: weights do not match the model (missing {missing[:3]}, unexpected {unexpected[:3]})")
+
+
+def _is_alias(module: torch.nn.Module, name: str, stored: dict) -> bool:
+    sd = module.state_dict()
+    t = sd[name]
+    return any(other in stored and sd[other].data_ptr() == t.data_ptr() for other in sd if other != name)
+
+
+# ---- fine-tuning checkpoints -------------------------------------------------------------------------
+
+
+def save_encoder(directory: Path, encoder: Encoder, meta: dict) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    _save_tensors(directory / "model.safetensors", _unique_state(encoder))
+    atomic_io.write_json(directory / "checkpoint.json", {**meta, "encoder": encoder.cfg.__dict__})
+
+
+def read_checkpoint_meta(directory: str | Path) -> dict:
+    path = Path(directory) / "checkpoint.json"
+    if not path.is_file():
+        raise BenchError(f"{directory}: not a checkpoint (expected checkpoint.json and model.safetensors)")
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise BenchError(f"{path}:{e.lineno}: malformed checkpoint metadata ({e.msg})") from None
+
+
+def load_encoder(directory: str | Path) -> tuple[Encoder, dict]:
+    """The kept encoder of a checkpoint directory and its metadata."""
+    meta = read_checkpoint_meta(directory)
+    encoder = Encoder(EncoderConfig(**meta["encoder"]))
+    load_into(encoder, Path(directory) / "model.safetensors")
+    return encoder, meta
+
+
+# ---- resumable training state ----------------------------------------------------------------------
+
+
+def save_state(root: Path, step: int, module: torch.nn.Module, optimizer: torch.optim.Optimizer, info: dict) -> None:
+    state_dir = root / f"{step:09d}"
+    if state_dir.exists():
+        shutil.rmtree(state_dir)
+    state_dir.mkdir(parents=True)
+    _save_tensors(state_dir / "model.safetensors", _unique_state(module))
+    opt = optimizer.state_dict()
+    tensors, scalars = {}, {}
+    for idx, st in opt["state"].items():
+        for k, v in st.items():
+            if torch.is_tensor(v):
+                tensors[f"{idx}.{k}"] = v
+            else:
+                scalars[f"{idx}.{k}"] = v
+    _save_tensors(state_dir / "optimizer.safetensors", tensors)
+    atomic_io.write_json(
+        state_dir / "state.json", {**info, "step": step, "param_groups": opt["param_groups"], "scalars": scalars}
+    )
+    atomic_io.write_json(root / "latest.json", {"step": step, "dir": state_dir.name})
+    for old in root.iterdir():  # keep only the newest complete state
+        if old.is_dir() and old.name != state_dir.name:
+            shutil.rmtree(old, ignore_errors=True)
+
+
+def load_state(root: Path, module: torch.nn.Module, optimizer: torch.optim.Optimizer) -> dict | None:
+    """Restore the newest state into module and optimizer; returns its info dict (None when there is none)."""
+    latest = root / "latest.json"
+    if not latest.is_file():
+        return None
+    pointer = json.loads(latest.read_text())
+    state_dir = root / pointer["dir"]
+    info = json.loads((state_dir / "state.json").read_text())
+    load_into(module, state_dir / "model.safetensors")
+    tensors = load_file(str(state_dir / "optimizer.safetensors"))
+    state: dict[int, dict] = {}
+    for key, v in tensors.items():
+        idx, k = key.split(".", 1)
+        state.setdefault(int(idx), {})[k] = v
+    for key, v in info["scalars"].items():
+        idx, k = key.split(".", 1)
+        state.setdefault(int(idx), {})[k] = v
+    optimizer.load_state_dict({"state": state, "param_groups": info["param_groups"]})
+    return info
