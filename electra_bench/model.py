@@ -153,19 +153,21 @@ class DiscriminatorHead(nn.Module):
 
 
 class SequenceClassifier(nn.Module):
-    """Fine-tuning: a pre-trained encoder plus a head on [CLS] (ELECTRA's: dropout, dense to labels).
-    `num_labels == 1` is regression (STS-B)."""
+    """Fine-tuning: a pre-trained encoder plus the BERT/ELECTRA head on [CLS]: pooler (dense, tanh),
+    dropout, dense to labels; both new at fine-tuning time. `num_labels == 1` is regression (STS-B)."""
 
     def __init__(self, encoder: Encoder, num_labels: int):
         super().__init__()
         self.encoder = encoder
+        self.pooler = nn.Linear(encoder.cfg.hidden_size, encoder.cfg.hidden_size)
         self.dropout = nn.Dropout(encoder.cfg.dropout)
         self.classifier = nn.Linear(encoder.cfg.hidden_size, num_labels)
+        init_weights(self.pooler)
         init_weights(self.classifier)
 
     def forward(self, input_ids, segment_ids, attention_mask) -> torch.Tensor:
         cls = self.encoder(input_ids, segment_ids, attention_mask)[:, 0]  # (B, H)
-        return self.classifier(self.dropout(cls))  # (B, num_labels)
+        return self.classifier(self.dropout(torch.tanh(self.pooler(cls))))  # (B, num_labels)
 
 
 def init_weights(module: nn.Module) -> None:

@@ -83,11 +83,10 @@ def make_plan(
     for f in fractions:
         if not 0 < f <= 1:
             raise BenchError(f"checkpoint fraction {f} must be in (0, 1]")
-    checkpoints: dict[float, int] = {}
+    by_step: dict[int, float] = {}  # when two fractions round to one step, the larger one names it
     for f in sorted(set(fractions)):
-        step = max(1, round(f * total))
-        if step not in checkpoints.values():
-            checkpoints[f] = step
+        by_step[max(1, round(f * total))] = f
+    checkpoints = {f: s for s, f in sorted(by_step.items())}
     return Plan(objective, convention, budget, flops_per_step, total, checkpoints)
 
 

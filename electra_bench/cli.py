@@ -1,0 +1,285 @@
+"""`electra-bench`: parse the command line and dispatch. No logic lives here.
+
+Every command that reports numbers takes --json (stable snake_case keys, documented in the README).
+User errors (BenchError) print one line `error: ...` and exit 2, without a traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+
+import click
+from rich.console import Console
+
+from . import presets as presets_mod
+from .errors import BenchError
+
+out = Console()
+err = Console(stderr=True)
+
+
+def _emit_json(obj) -> None:
+    click.echo(json.dumps(obj, indent=2, sort_keys=True, default=str))
+
+
+class _Group(click.Group):
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except BenchError as e:
+            err.print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
+            sys.exit(e.exit_code)
+        except KeyboardInterrupt:
+            err.print("interrupted: run the same command again to resume where it stopped")
+            sys.exit(130)
+
+
+def override_options(fn):
+    """The preset fields users change on the command line."""
+    opts = [
+        click.option("--steps", type=int, help="Full-schedule steps (the reference for '%' budgets)."),
+        click.option("--batch-size", type=int, help="Global batch size (sequences per step)."),
+        click.option("--seq-len", type=int, help="Sequence length."),
+        click.option("--generator-size", type=float,
+                     help="Generator hidden size: a fraction of the discriminator's (<= 1) or absolute (> 1)."),
+        click.option("--lr", type=float, help="Peak learning rate."),
+        click.option("--mask-prob", type=float, help="Fraction of positions masked."),
+        click.option("--vocab-size", type=int, help="Vocabulary size (of a tokenizer trained on the corpus)."),
+    ]
+    for o in reversed(opts):
+        fn = o(fn)
+
+    @functools.wraps(fn)
+    def wrapper(**kw):
+        ov = presets_mod.Overrides(**{k: kw.pop(k) for k in
+                                      ("steps", "batch_size", "seq_len", "generator_size", "lr", "mask_prob",
+                                       "vocab_size")})
+        return fn(overrides=ov, **kw)
+
+    return wrapper
+
+
+@click.group(cls=_Group)
+@click.version_option(package_name="electra-bench")
+def main():
+    """Measure how much pre-training compute MLM (BERT) and RTD (ELECTRA) need for the same downstream score."""
+
+
+@main.command()
+@click.option("--convention", type=click.Choice(["measured", "paper"]), default="paper", show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def presets(convention, as_json):
+    """List the presets with parameter counts and FLOPs per step per objective."""
+    from .views import preset_rows, presets_table
+
+    rows = preset_rows(presets_mod.names(), convention)
+    _emit_json(rows) if as_json else out.print(presets_table(rows))
+
+
+@main.command()
+@click.option("--preset", default="small", show_default=True)
+@click.option("--objective", type=click.Choice(presets_mod.OBJECTIVES), default="rtd", show_default=True)
+@click.option("--convention", type=click.Choice(["measured", "paper"]), default="measured", show_default=True)
+@override_options
+@click.option("--json", "as_json", is_flag=True)
+def flops(preset, objective, convention, overrides, as_json):
+    """FLOPs of one training step and of the preset's full schedule (or --steps)."""
+    from .flops import inference_flops, step_flops
+    from .views import key_value_table
+
+    p = presets_mod.resolve(preset, overrides)
+    sf = step_flops(p, objective, convention)
+    steps = p.steps[objective]
+    result = {
+        "preset": p.name, "objective": objective, "convention": convention,
+        "batch_size": p.batch_size, "seq_len": p.seq_len, "generator_hidden": p.generator.hidden_size,
+        "flops_per_step": sf.flops_per_step, "forward_flops_per_step": sf.forward_flops,
+        "steps": steps, "train_flops": sf.flops_per_step * steps,
+        "inference_flops_per_sequence": inference_flops(p, convention),
+        "breakdown": sf.breakdown,
+    }
+    if as_json:
+        _emit_json(result)
+    else:
+        out.print(key_value_table(f"{objective} {p.name} ({convention} convention)",
+                                  {k: v for k, v in result.items() if k != "breakdown"}))
+
+
+@main.command()
+@click.option("--seq-len", type=int, default=512, show_default=True)
+@click.option("--mask-prob", type=float, default=0.15, show_default=True)
+@click.option("--vocab-size", type=int, default=30522, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+def signal(seq_len, mask_prob, vocab_size, as_json):
+    """Learning signal per sequence: positions with gradient and bits of target, MLM vs RTD."""
+    from .signal import learning_signal
+    from .views import key_value_table
+
+    s = learning_signal(seq_len, mask_prob, vocab_size)
+    _emit_json(s) if as_json else out.print(key_value_table("learning signal per sequence", s))
+
+
+def train_options(fn):
+    opts = [
+        click.option("--preset", default="tiny", show_default=True),
+        click.option("--budget", default=None, help="FLOPs (1e15) or a share of the paper's budget (25%)."),
+        click.option("--convention", type=click.Choice(["measured", "paper"]), default="measured", show_default=True),
+        click.option("--corpus", default=None, help="Text file, directory, glob or hf:NAME (default: embedded suite)."),
+        click.option("--vocab-file", default=None, help="A WordPiece vocab.txt (default: train one on the corpus)."),
+        click.option("--seed", type=int, default=0, show_default=True),
+        click.option("--device", default="auto", show_default=True),
+        click.option("--precision", type=click.Choice(["auto", "fp32", "bf16"]), default="auto", show_default=True),
+        click.option("--compile", "compile_", is_flag=True, help="torch.compile the training step."),
+        click.option("--quiet", is_flag=True, help="No progress display (for CI)."),
+    ]
+    for o in reversed(opts):
+        fn = o(fn)
+    return fn
+
+
+@main.command()
+@train_options
+@click.option("--objective", type=click.Choice(presets_mod.OBJECTIVES), required=True)
+@click.option("--out", "out_dir", default=None, help="Run directory (default results/pretrain-<preset>-<objective>-<budget>).")
+@click.option("--resume/--no-resume", default=True, show_default=True)
+@click.option("--log-every", type=int, default=10, show_default=True)
+@click.option("--save-every", type=int, default=0, help="Also save resumable state every N steps.")
+@click.option("--peak-flops", type=float, default=None, help="Declared peak FLOP/s for MFU (default: measured).")
+@click.option("--dry-run", is_flag=True, help="Plan only: print steps, FLOPs and checkpoints.")
+@click.option("--show-config", is_flag=True, help="Print the resolved config and plan, then exit.")
+@override_options
+@click.option("--json", "as_json", is_flag=True)
+def pretrain(preset, budget, convention, corpus, vocab_file, seed, device, precision, compile_, quiet, objective,
+             out_dir, resume, log_every, save_every, peak_flops, dry_run, show_config, overrides, as_json):
+    """Pre-train one objective to a fixed FLOP budget."""
+    from . import runner
+    from .training.trainer import TrainOptions
+
+    p = presets_mod.resolve(preset, overrides)
+    if budget is None:
+        raise BenchError("--budget is required (FLOPs like 1e15, or a share of the paper's budget like 25%)")
+    if dry_run or show_config:  # planning needs no data: the preset's vocabulary stands
+        b = runner.resolve_budget(p, budget, convention)
+        info = {"preset": p.to_dict(), "plan": runner.plan(p, objective, b, convention).to_dict()}
+        _emit_json(info) if (as_json or show_config) else out.print(info["plan"])
+        return
+    data, p = runner.prepare_data(p, corpus, vocab_file, seed, quiet)
+    b = runner.resolve_budget(p, budget, convention)
+    the_plan = runner.plan(p, objective, b, convention)
+    out_dir = out_dir or f"results/pretrain-{p.name}-{objective}-{b:.3g}"
+    opts = TrainOptions(seed=seed, device=device, precision=precision, compile=compile_, log_every=log_every,
+                        save_every_steps=save_every, peak_flops=peak_flops, quiet=quiet, resume=resume)
+    summary = runner.run(p, the_plan, data, out_dir, opts)
+    summary["out_dir"] = str(out_dir)
+    _emit_json(summary) if as_json else out.print(
+        f"{objective}: {summary['steps']} steps, {summary['train_flops']:.3g} FLOPs "
+        f"({convention}) of a {summary['budget']:.3g} budget -> {out_dir}"
+    )
+
+
+@main.command()
+@click.argument("checkpoint")
+@click.option("--tasks", default=None, help="Comma-separated task names (default: all of the source).")
+@click.option("--data", "source", default=None, help="GLUE directory, parquet layout, hf:glue (default: embedded suite).")
+@click.option("--seeds", type=int, default=3, show_default=True)
+@click.option("--protocol", type=click.Choice(["finetune", "probe", "fewshot"]), default="finetune", show_default=True)
+@click.option("--device", default="auto", show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+def finetune(checkpoint, tasks, source, seeds, protocol, device, as_json):
+    """Fine-tune (or probe) one checkpoint on every task with several seeds; median and spread."""
+    from .scoring import score_checkpoint
+
+    result = score_checkpoint(checkpoint, source, tasks.split(",") if tasks else None, seeds, protocol, device)
+    if as_json:
+        _emit_json(result)
+    else:
+        from .scoring import checkpoint_table
+
+        out.print(checkpoint_table(result))
+
+
+@main.command()
+@click.option("--preset", default=None, help="Default: tiny (the embedded CPU default).")
+@click.option("--budget", default=None, help="Per-objective budget (default: the preset's tuned default).")
+@click.option("--quick", is_flag=True, help="The same path in about 3 minutes (for CI).")
+@click.option("--convention", type=click.Choice(["measured", "paper"]), default="measured", show_default=True)
+@click.option("--corpus", default=None)
+@click.option("--data", "source", default=None, help="Downstream tasks (default: embedded suite).")
+@click.option("--tasks", default=None)
+@click.option("--seeds", type=int, default=None, help="Evaluation seeds per checkpoint and task.")
+@click.option("--protocol", type=click.Choice(["finetune", "probe", "fewshot"]), default=None)
+@click.option("--results", "root", default="results", show_default=True)
+@click.option("--run-id", default=None, help="Default: derived from the config, so a rerun resumes.")
+@click.option("--device", default="auto", show_default=True)
+@click.option("--quiet", is_flag=True)
+@click.option("--json", "as_json", is_flag=True)
+def compare(preset, budget, quick, convention, corpus, source, tasks, seeds, protocol, root, run_id, device, quiet,
+            as_json):
+    """Pre-train MLM and RTD to the same budget, score every checkpoint, report the curves."""
+    from .compare import CompareSpec, run_compare
+
+    spec = CompareSpec.resolve(preset=preset, budget=budget, quick=quick, convention=convention, corpus=corpus,
+                               source=source, tasks=tasks.split(",") if tasks else None, seeds=seeds,
+                               protocol=protocol, device=device)
+    summary, rendered = run_compare(spec, root, run_id, quiet=quiet or as_json)
+    _emit_json(summary) if as_json else out.print(rendered)
+
+
+@main.command()
+@click.argument("runs", nargs=-1, required=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "md", "csv", "latex"]), default="table", show_default=True)
+def report(runs, fmt):
+    """Paper-style table and headline for one or more runs."""
+    from .evaluation.report import render
+    from .evaluation.results import load_run
+
+    click.echo(render([load_run(r) for r in runs], fmt))
+
+
+@main.command()
+@click.argument("run")
+@click.option("--baseline", required=True, help="Baseline JSON (see results/baselines/).")
+@click.option("--tol", type=float, default=None, help="Allowed drop in score points (default: the baseline's).")
+@click.option("--json", "as_json", is_flag=True)
+def check(run, baseline, tol, as_json):
+    """CI regression check: exit 0 within tolerance, 1 on a regression, 2 on bad input."""
+    from .evaluation.regression import check as do_check
+    from .evaluation.results import load_run
+
+    result = do_check(load_run(run), baseline, tol)
+    click.echo(result.to_json() if as_json else result.render())
+    sys.exit(0 if result.ok else 1)
+
+
+@main.command()
+@click.argument("runs", nargs=-1, required=True)
+@click.option("--out", "out_dir", default="results/history", show_default=True)
+def history(runs, out_dir):
+    """Plot final scores across stored runs (the regression plot)."""
+    from .evaluation.regression import history as do_history
+    from .evaluation.results import load_run
+
+    for path in do_history([load_run(r) for r in runs], out_dir):
+        click.echo(str(path))
+
+
+@main.group()
+def data():
+    """Inspect pre-training corpora and task directories."""
+
+
+@data.command("inspect")
+@click.argument("path", required=False, default=None)
+@click.option("--json", "as_json", is_flag=True)
+def data_inspect(path, as_json):
+    """What a corpus, a GLUE/task directory or the embedded suite (no PATH) holds."""
+    from .data.inspect import inspect_path, render_inspect
+
+    info = inspect_path(path)
+    _emit_json(info) if as_json else out.print(render_inspect(info))
+
+
+if __name__ == "__main__":
+    main()

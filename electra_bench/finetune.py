@@ -1,0 +1,210 @@
+"""From a pre-trained encoder to downstream scores.
+
+Three protocols, named in every result:
+- `finetune`: the paper's recipe (ELECTRA Table 7): AdamW, layer-wise lr decay, 10% warmup then linear
+  decay, batch 32, max length 128, 3 epochs (10 for RTE and STS-B), dropout 0.1, a head on [CLS];
+  regression (MSE) for regression tasks.
+- `probe`: a linear probe on frozen features (mean of the final hidden states over real tokens), fit with
+  scikit-learn (logistic regression / ridge) on a seed-dependent sample of the training split. Cheap and,
+  at CPU-sized budgets, far more sensitive to what pre-training learned than full fine-tuning.
+- `fewshot`: the `finetune` recipe on a seed-dependent sample of `fewshot_examples` training examples.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .errors import BenchError
+from .model import Encoder, SequenceClassifier
+
+PROTOCOLS = ("finetune", "probe", "fewshot")
+LONG_TASKS = {"rte": 10, "stsb": 10}  # the paper trains these 10 epochs
+
+
+@dataclass(frozen=True)
+class Recipe:
+    protocol: str = "finetune"
+    lr: float = 3e-4
+    layerwise_lr_decay: float = 0.8
+    warmup_fraction: float = 0.1
+    batch_size: int = 32
+    max_len: int = 128
+    epochs: int = 3
+    weight_decay: float = 0.01
+    probe_examples: int = 4000  # training examples the probe sees (sampled per seed)
+    fewshot_examples: int = 256
+    max_train_examples: int | None = None  # cap for `finetune` on slow machines (None: all)
+
+    def epochs_for(self, task: str) -> int:
+        return LONG_TASKS.get(task.lower().replace("-", ""), self.epochs) if self.epochs == 3 else self.epochs
+
+
+def _labels_array(examples, regression: bool) -> np.ndarray:
+    return np.array([ex.label for ex in examples], dtype=np.float64 if regression else np.int64)
+
+
+def _sample(n: int, k: int | None, seed: int) -> np.ndarray:
+    idx = np.arange(n)
+    if k is None or k >= n:
+        return idx
+    return np.sort(np.random.default_rng([seed, 7]).choice(n, size=k, replace=False))
+
+
+def _encode(tokenizer, examples, max_len: int):
+    from .data.encoding import encode_examples
+
+    return encode_examples(tokenizer, examples, max_len)
+
+
+def _batches(tokenizer, examples, max_len: int, batch_size: int):
+    for i in range(0, len(examples), batch_size):
+        yield _encode(tokenizer, examples[i : i + batch_size], max_len)
+
+
+def _score(spec, preds: np.ndarray, labels: np.ndarray, split: str) -> dict[str, float]:
+    from .evaluation.metrics import compute
+
+    values = compute(list(spec.metrics), preds, labels)
+    if len(spec.eval_splits) > 1:  # MNLI: accuracy_matched / accuracy_mismatched
+        suffix = split.split("_", 1)[-1]
+        values = {f"{k}_{suffix}": v for k, v in values.items()}
+    return values
+
+
+def _eval_splits(task):
+    splits = [s for s in task.spec.eval_splits if s in task.splits]
+    if not splits:
+        raise BenchError(f"task {task.spec.name}: no evaluation split (expected {', '.join(task.spec.eval_splits)})")
+    for s in splits:
+        if any(ex.label is None for ex in task.splits[s]):
+            raise BenchError(f"task {task.spec.name}: split '{s}' has unlabeled examples; it cannot be scored")
+    return splits
+
+
+# ---- linear probe ----------------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def features(encoder: Encoder, tokenizer, examples, max_len: int, device, batch_size: int = 128) -> np.ndarray:
+    """Mean-pooled final hidden states over real tokens: (N, H)."""
+    encoder.eval()
+    out = []
+    for b in _batches(tokenizer, examples, max_len, batch_size):
+        att = b["attention_mask"].to(device)
+        h = encoder(b["input_ids"].to(device), b["segment_ids"].to(device), att)  # (B, T, H)
+        m = att[..., None].float()
+        out.append(((h.float() * m).sum(1) / m.sum(1).clamp(min=1)).cpu().numpy())
+    return np.concatenate(out) if out else np.zeros((0, encoder.cfg.hidden_size))
+
+
+def probe(encoder: Encoder, task, tokenizer, recipe: Recipe, seed: int, device, cache: dict | None = None) -> dict:
+    """Fit a linear model on frozen features; `cache` reuses features across seeds of one checkpoint."""
+    from sklearn.linear_model import LogisticRegression, Ridge
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    spec = task.spec
+    cache = cache if cache is not None else {}
+    key = (spec.name, "train")
+    if key not in cache:
+        cache[key] = features(encoder, tokenizer, task.splits["train"], recipe.max_len, device)
+    X_all, y_all = cache[key], _labels_array(task.splits["train"], spec.regression)
+    idx = _sample(len(X_all), recipe.probe_examples, seed)
+    if spec.regression:
+        model = make_pipeline(StandardScaler(), Ridge(alpha=1.0))
+    else:
+        model = make_pipeline(StandardScaler(), LogisticRegression(C=1.0, max_iter=2000))
+    model.fit(X_all[idx], y_all[idx])
+    results = {}
+    for split in _eval_splits(task):
+        k = (spec.name, split)
+        if k not in cache:
+            cache[k] = features(encoder, tokenizer, task.splits[split], recipe.max_len, device)
+        preds = model.predict(cache[k])
+        results.update(_score(spec, preds, _labels_array(task.splits[split], spec.regression), split))
+    return results
+
+
+# ---- full fine-tuning ------------------------------------------------------------------------------
+
+
+def layerwise_param_groups(model: SequenceClassifier, lr: float, decay: float, weight_decay: float):
+    """ELECTRA's layer-wise lr decay: depth 0 = embeddings (and E->H projection), layer i = i + 1,
+    task head = L + 2; a parameter at depth d gets lr x decay^(L + 2 - d)."""
+    L = model.encoder.cfg.num_layers
+    groups: dict[tuple[float, float], list] = {}
+    for name, p in model.named_parameters():
+        if name.startswith("encoder.embeddings") or name.startswith("encoder.embed_proj"):
+            depth = 0
+        elif name.startswith("encoder.layers."):
+            depth = int(name.split(".")[2]) + 1
+        else:
+            depth = L + 2
+        wd = 0.0 if p.ndim < 2 or "norm" in name else weight_decay
+        groups.setdefault((lr * decay ** (L + 2 - depth), wd), []).append(p)
+    return [{"params": ps, "lr": glr, "base_lr": glr, "weight_decay": wd} for (glr, wd), ps in groups.items()]
+
+
+def finetune(encoder_state: dict, encoder_cfg, task, tokenizer, recipe: Recipe, seed: int, device) -> dict:
+    """Fine-tune a fresh copy of the encoder on one task with one seed; returns dev metrics."""
+    spec = task.spec
+    torch.manual_seed(seed)
+    encoder = Encoder(encoder_cfg)
+    encoder.load_state_dict(encoder_state)
+    num_labels = 1 if spec.regression else len(spec.labels)
+    model = SequenceClassifier(encoder, num_labels).to(device)
+    train = task.splits["train"]
+    k = recipe.fewshot_examples if recipe.protocol == "fewshot" else recipe.max_train_examples
+    train = [train[i] for i in _sample(len(train), k, seed)]
+    epochs = recipe.epochs_for(spec.name)
+    steps_per_epoch = math.ceil(len(train) / recipe.batch_size)
+    total = max(1, epochs * steps_per_epoch)
+    opt = torch.optim.AdamW(
+        layerwise_param_groups(model, recipe.lr, recipe.layerwise_lr_decay, recipe.weight_decay), eps=1e-6
+    )
+    rng = np.random.default_rng([seed, 11])
+    step = 0
+    model.train()
+    for _ in range(epochs):
+        order = rng.permutation(len(train))
+        for i in range(0, len(train), recipe.batch_size):
+            b = _encode(tokenizer, [train[j] for j in order[i : i + recipe.batch_size]], recipe.max_len)
+            frac = step / total
+            scale = min(1.0, (step + 1) / max(1.0, recipe.warmup_fraction * total)) * max(0.0, 1.0 - frac)
+            for g in opt.param_groups:
+                g["lr"] = g["base_lr"] * scale
+            logits = model(b["input_ids"].to(device), b["segment_ids"].to(device), b["attention_mask"].to(device))
+            labels = b["labels"].to(device)
+            loss = F.mse_loss(logits.squeeze(-1), labels.float()) if spec.regression else F.cross_entropy(logits, labels)
+            if not torch.isfinite(loss):
+                raise BenchError(f"non-finite fine-tuning loss on {spec.name} (seed {seed}, step {step}); try a lower lr")
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            step += 1
+    model.eval()
+    results = {}
+    with torch.no_grad():
+        for split in _eval_splits(task):
+            preds = []
+            for b in _batches(tokenizer, task.splits[split], recipe.max_len, 128):
+                out = model(b["input_ids"].to(device), b["segment_ids"].to(device), b["attention_mask"].to(device))
+                preds.append(out.squeeze(-1).float().cpu().numpy() if spec.regression else out.argmax(-1).cpu().numpy())
+            results.update(_score(spec, np.concatenate(preds), _labels_array(task.splits[split], spec.regression), split))
+    return results
+
+
+def evaluate(encoder: Encoder, task, tokenizer, recipe: Recipe, seed: int, device, cache: dict | None = None) -> dict:
+    """Score one encoder on one task with one seed under the recipe's protocol."""
+    if recipe.protocol == "probe":
+        return probe(encoder.to(device), task, tokenizer, recipe, seed, device, cache)
+    if recipe.protocol in ("finetune", "fewshot"):
+        state = {k: v.detach().cpu().clone() for k, v in encoder.state_dict().items()}
+        return finetune(state, encoder.cfg, task, tokenizer, recipe, seed, device)
+    raise BenchError(f"unknown protocol '{recipe.protocol}': choose one of {', '.join(PROTOCOLS)}")

@@ -1,0 +1,66 @@
+"""From command-line choices to a planned and finished pre-training run.
+
+Order matters: the data decides the vocabulary (a given vocab.txt or one trained on the corpus), the
+vocabulary finishes the preset, the preset gives FLOPs per step, and the budget then gives the steps.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from .flops import step_flops
+from .presets import Preset
+from .training.budget import Plan, make_plan, parse_budget
+from .training.trainer import TrainOptions, pretrain
+
+
+def reference_flops(preset: Preset, convention: str) -> float:
+    """What '100%' means: the paper's full ELECTRA schedule for this preset, in this convention."""
+    return preset.steps["rtd"] * step_flops(preset, "rtd", convention).flops_per_step
+
+
+def resolve_budget(preset: Preset, budget: str | float, convention: str) -> float:
+    needs_reference = isinstance(budget, str) and budget.strip().endswith("%")
+    return parse_budget(budget, reference_flops(preset, convention) if needs_reference else None)
+
+
+def plan(preset: Preset, objective: str, budget: float, convention: str) -> Plan:
+    sf = step_flops(preset, objective, convention)
+    return make_plan(
+        objective, convention, budget, sf.flops_per_step, preset.checkpoint_fractions,
+        describe_step=f" at batch {preset.batch_size} x length {preset.seq_len}",
+    )
+
+
+def with_vocab(preset: Preset, vocab_size: int) -> Preset:
+    if preset.encoder.vocab_size == vocab_size:
+        return preset
+    return dataclasses.replace(preset, encoder=dataclasses.replace(preset.encoder, vocab_size=vocab_size))
+
+
+def prepare_data(preset: Preset, corpus: str | None, vocab_file: str | None, seed: int, quiet: bool,
+                 tokenizer_dir: str | None = None):
+    from .data.pretraining import prepare_pretraining
+
+    data = prepare_pretraining(
+        corpus, preset.seq_len, preset.encoder.vocab_size, vocab_file=vocab_file, tokenizer_dir=tokenizer_dir,
+        seed=seed, progress=not quiet,
+    )
+    return data, with_vocab(preset, data.tokenizer.vocab_size)
+
+
+def data_hashes(data) -> dict:
+    return {
+        "corpus_sha256": data.corpus_sha256,
+        "tokenizer_sha256": data.tokenizer.sha256,
+        "train_sequences_sha256": data.train.sha256,
+        "heldout_sequences_sha256": data.heldout.sha256,
+    }
+
+
+def run(preset: Preset, the_plan: Plan, data, out_dir: str | Path, opts: TrainOptions) -> dict:
+    return pretrain(
+        preset, the_plan, data.train, data.heldout, data.tokenizer.special, out_dir, opts,
+        run_info={"data": data_hashes(data)}, tokenizer=data.tokenizer,
+    )

@@ -1,0 +1,31 @@
+import os
+
+import electra_bench  # noqa: F401  (sets the MKL reproducibility switches before torch loads)
+import numpy as np
+import pytest
+import torch
+
+os.environ.setdefault("MPLBACKEND", "Agg")
+torch.set_num_threads(min(2, torch.get_num_threads()))
+
+
+class SyntheticSequences:
+    """Packed sequences of random tokens: [CLS] ... [SEP], ids >= 5 (specials are 0-4)."""
+
+    def __init__(self, n: int, seq_len: int, vocab_size: int, seed: int = 0):
+        rng = np.random.default_rng(seed)
+        self.ids = rng.integers(5, vocab_size, (n, seq_len))
+        self.ids[:, 0], self.ids[:, -1] = 2, 3
+        self.seq_len = seq_len
+
+    def __len__(self):
+        return len(self.ids)
+
+    def batch(self, idx):
+        x = torch.from_numpy(self.ids[idx])
+        return {"input_ids": x, "segment_ids": torch.zeros_like(x), "attention_mask": torch.ones_like(x)}
+
+
+@pytest.fixture
+def synthetic():
+    return SyntheticSequences
