@@ -1,0 +1,199 @@
+"""The embedded default suite (electra_bench/assets/suite, built by scripts/build_suite.py).
+
+Reads only the shipped files, with the standard library (gzip, lzma, json), and
+checks that suite.json describes them and that no task text leaks into the
+pre-training corpus.  Fast: a few seconds.
+"""
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+import lzma
+import math
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+
+def _suite_dir() -> Path:
+    spec = importlib.util.find_spec("electra_bench")  # locates the package without importing it
+    if spec is not None and spec.submodule_search_locations:
+        d = Path(list(spec.submodule_search_locations)[0]) / "assets" / "suite"
+        if d.is_dir():
+            return d
+    return Path(__file__).resolve().parents[1] / "electra_bench" / "assets" / "suite"
+
+
+SUITE = _suite_dir()
+MAX_BYTES = 10_000_000
+TASK_FILES = ("train.tsv.gz", "dev.tsv.gz")
+
+# the same normalisation and sentence split as scripts/build_suite.py (recorded in suite.json)
+_WORD = re.compile(r"[a-z0-9]+")
+_SENT_SPLIT = re.compile(r"(?<=[.!?])\s+|(?<=[.!?][\"')\]])\s+")
+
+
+def norm(text: str) -> str:
+    return " ".join(_WORD.findall(text.lower()))
+
+
+def sentence_keys(text: str, min_words: int) -> set[str]:
+    keys = {norm(s) for s in _SENT_SPLIT.split(text)} | {norm(text)}
+    return {k for k in keys if len(k.split()) >= min_words}
+
+
+@pytest.fixture(scope="module")
+def suite() -> dict:
+    return json.loads((SUITE / "suite.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def corpus(suite) -> str:
+    return lzma.decompress((SUITE / suite["corpus"]).read_bytes()).decode("utf-8")
+
+
+@pytest.fixture(scope="module")
+def corpus_sentences(corpus) -> set[str]:
+    out = set()
+    for line in corpus.split("\n"):
+        for s in _SENT_SPLIT.split(line):
+            k = norm(s)
+            if k:
+                out.add(k)
+    return out
+
+
+@pytest.fixture(scope="module")
+def tables(suite) -> dict:
+    out = {}
+    for t in suite["tasks"]:
+        for split in ("train", "dev"):
+            raw = gzip.decompress((SUITE / t["name"] / f"{split}.tsv.gz").read_bytes()).decode("utf-8")
+            assert raw.endswith("\n") and "\r" not in raw
+            lines = raw[:-1].split("\n")
+            out[t["name"], split] = (lines[0].split("\t"), [line.split("\t") for line in lines[1:]])
+    return out
+
+
+def contaminated(texts, corpus_sentences, min_words) -> list[str]:
+    return [t for t in texts if sentence_keys(t, min_words) & corpus_sentences]
+
+
+def test_suite_json_shape(suite):
+    assert suite["name"] and suite["version"] == 1
+    assert suite["corpus"] == "corpus.txt.xz"
+    assert suite["build"]["script"] == "scripts/build_suite.py"
+    assert isinstance(suite["build"]["seed"], int)
+    for src in suite["build"]["sources"]:
+        assert src["name"] and src["version"] and re.fullmatch(r"[0-9a-f]{64}", src["sha256"])
+    assert suite["corpus_sources"]
+    names = [t["name"] for t in suite["tasks"]]
+    assert len(names) == len(set(names)) >= 4
+    assert not any("glue" in n.lower() for n in names)
+    assert any(len(t["text_fields"]) == 2 for t in suite["tasks"]), "needs a sentence-pair task"
+    keys = {"name", "text_fields", "labels", "regression", "metrics", "primary", "description", "source",
+            "license", "derived", "sizes", "label_balance"}
+    for t in suite["tasks"]:
+        assert keys <= set(t), t["name"]
+        assert t["text_fields"] in (["sentence"], ["sentence1", "sentence2"])
+        assert t["primary"] in t["metrics"]
+        assert t["metrics"] in (["accuracy"], ["mcc"], ["spearman", "pearson"], ["accuracy", "f1"])
+        assert (t["labels"] is None) == t["regression"]
+        if not t["regression"]:
+            assert len(t["labels"]) >= 2 and len(set(t["labels"])) == len(t["labels"])
+        assert isinstance(t["derived"], bool) and t["source"] and t["license"] and t["description"]
+        assert set(t["sizes"]) == {"train", "dev"} and set(t["label_balance"]) == {"train", "dev"}
+
+
+def test_files_match_suite_json(suite):
+    expected = {"suite.json", "ATTRIBUTION.md", suite["corpus"]}
+    expected |= {f"{t['name']}/{f}" for t in suite["tasks"] for f in TASK_FILES}
+    present = {p.relative_to(SUITE).as_posix() for p in SUITE.rglob("*") if p.is_file()}
+    present = {p for p in present if "__pycache__" not in p}
+    assert present == expected
+
+
+def test_total_size():
+    total = sum(p.stat().st_size for p in SUITE.rglob("*") if p.is_file())
+    assert total <= MAX_BYTES, total
+
+
+def test_gzip_is_reproducible(suite):
+    for t in suite["tasks"]:
+        for f in TASK_FILES:
+            head = (SUITE / t["name"] / f).read_bytes()[:10]
+            assert head[:2] == b"\x1f\x8b" and head[4:8] == b"\0\0\0\0", "gzip mtime must be 0"
+
+
+def test_tables(suite, tables):
+    for t in suite["tasks"]:
+        for split in ("train", "dev"):
+            header, rows = tables[t["name"], split]
+            assert header == t["text_fields"] + ["label"]
+            assert len(rows) == t["sizes"][split] > 0
+            assert all(len(r) == len(header) for r in rows)
+            assert all(x.strip() == x and x for r in rows for x in r)
+            labels = [r[-1] for r in rows]
+            if t["regression"]:
+                values = [float(x) for x in labels]
+                assert all(math.isfinite(v) for v in values)
+                bal = t["label_balance"][split]
+                assert bal["min"] == min(values) and bal["max"] == max(values)
+            else:
+                assert set(labels) <= set(t["labels"])
+                assert dict(Counter(labels)) == t["label_balance"][split]
+                counts = Counter(labels).values()
+                assert max(counts) <= 2 * min(counts), "labels should be balanced-ish"
+        assert t["sizes"]["dev"] >= 1000
+
+
+def test_train_dev_disjoint_and_deduplicated(suite, tables):
+    for t in suite["tasks"]:
+        keys = {}
+        for split in ("train", "dev"):
+            _, rows = tables[t["name"], split]
+            k = [tuple(norm(x) for x in r[:-1]) for r in rows]
+            assert len(k) == len(set(k)), f"{t['name']}/{split} has duplicates"
+            keys[split] = set(k)
+        assert not keys["train"] & keys["dev"], t["name"]
+
+
+def test_corpus_format(corpus):
+    assert corpus.endswith("\n") and not corpus.endswith("\n\n")
+    assert "\t" not in corpus and "\r" not in corpus
+    assert "\n\n\n" not in corpus
+    docs = corpus[:-1].split("\n\n")
+    assert len(docs) > 100
+    assert all(line.strip() == line and line for d in docs for line in d.split("\n"))
+    assert len(corpus.encode("utf-8")) > 5_000_000
+
+
+def test_no_task_text_in_corpus(suite, tables, corpus_sentences):
+    min_words = suite["build"]["check"]["min_words"]
+    report = {}
+    for t in suite["tasks"]:
+        texts = [x for split in ("train", "dev") for r in tables[t["name"], split][1] for x in r[:-1]]
+        report[t["name"]] = contaminated(texts, corpus_sentences, min_words)[:3]
+    assert not any(report.values()), report
+
+
+def test_overlap_check_can_fail(suite, corpus, corpus_sentences):
+    """The leak check detects a corpus sentence planted in a task text."""
+    min_words = suite["build"]["check"]["min_words"]
+    sent = next(s for l in corpus.split("\n") for s in _SENT_SPLIT.split(l) if len(norm(s).split()) >= 8)
+    planted = "What a film. " + sent.upper()
+    assert contaminated([planted], corpus_sentences, min_words) == [planted]
+    assert contaminated(["zzqx wibble flarn snorp vlim"], corpus_sentences, min_words) == []
+
+
+def test_attribution_names_every_source(suite):
+    text = (SUITE / "ATTRIBUTION.md").read_text(encoding="utf-8")
+    for src in suite["build"]["sources"]:
+        assert src["name"] in text, src["name"]
+    for src in suite["corpus_sources"]:
+        if not src["title"].startswith("Brown Corpus"):
+            assert src["title"].split(";")[0] in text, src["title"]
+    assert "Brown Corpus" in text
