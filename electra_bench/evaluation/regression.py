@@ -1,0 +1,289 @@
+"""The CI regression check: a run's final scores against a committed baseline, and their history.
+
+Baseline file (JSON, made by `make_baseline` / `write_baseline`):
+```
+{"schema_version": 1, "kind": "electra-bench-baseline", "source_run": "...", "created_utc": "...",
+ "flop_convention": "measured", "protocol": "finetune", "suite": "...", "tol": 1.0,
+ "metrics": {"rtd/score": 79.1, "mlm/score": 75.0, "init/score": 50.2,
+             "rtd/sst2": 85.0, ...},                  # checked: higher is better, 0-100
+ "info": {"headline/rtd_reaches_mlm_percent": 35.4, ...}}   # recorded, not checked
+```
+`metrics` keys are `<objective>/score` (the aggregate at the objective's final checkpoint; init: the
+untrained encoder) and `<objective>/<task>` (that task's median primary metric there).
+
+`check` compares every baseline metric with the run's: `regressed` when it dropped by more than its
+tolerance, `improved` when it rose by more, `ok` otherwise, `missing` when the run lacks it (counted as
+a failure), `new` for metrics only the run has (informational). Exit codes for the CLI: 0 all within
+tolerance, 1 any regressed or missing, 2 bad input (a BenchError, e.g. a missing or malformed baseline).
+
+`tol`: one number (absolute points on the 0-100 scale) for every metric, or a dict of
+{metric key or fnmatch pattern: tolerance} with an optional "default" (else 1.0). `check(..., tol=None)`
+uses the baseline's own "tol" (written by make_baseline, default 1.0).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import fnmatch
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from .. import atomic_io
+from ..errors import BenchError, at
+from . import summary as summary_mod
+from .results import RunDir
+
+SCHEMA_VERSION = 1
+KIND = "electra-bench-baseline"
+DEFAULT_TOL = 1.0
+
+EXIT_OK = 0
+EXIT_REGRESSION = 1
+EXIT_BAD_INPUT = BenchError.exit_code  # 2
+
+
+def final_metrics(summary: Mapping[str, Any], protocol: str | None = None) -> tuple[dict[str, float], dict[str, Any]]:
+    """(checked metrics, informational values) of a summary's final points."""
+    protocol = protocol or summary["main_protocol"]
+    if protocol not in summary["protocols"]:
+        raise BenchError(f"run {summary.get('run_id')} has no '{protocol}' scores")
+    block = summary["protocols"][protocol]
+    metrics: dict[str, float] = {}
+    for obj in ("init",) + summary_mod.TRAINED:
+        point = (next((p for p in block["points"] if p["objective"] == "init"), None) if obj == "init"
+                 else summary_mod.final_point(block["points"], obj))
+        if point is None:
+            continue
+        if point["score"]["value"] is not None:
+            metrics[f"{obj}/score"] = point["score"]["value"]
+        for task, t in point["tasks"].items():
+            if t.get("median") is not None:
+                metrics[f"{obj}/{task}"] = t["median"]
+    info: dict[str, Any] = {}
+    for key, h in block["headline"].items():
+        if h:
+            info[f"headline/{key}_percent"] = h.get("percent")
+    info["verdict"] = block["verdict"].get("verdict")
+    for obj in summary_mod.TRAINED:
+        fp = summary_mod.final_point(block["points"], obj)
+        if fp is not None:
+            info[f"{obj}/train_flops"] = fp["train_flops"]
+    return metrics, info
+
+
+def make_baseline(run: RunDir | Mapping[str, Any], *, protocol: str | None = None, task_specs=None,
+                  convention: str | None = None, tol: float | Mapping[str, float] = DEFAULT_TOL) -> dict:
+    """The trimmed summary committed as a baseline (see the module docstring); `tol` is stored as the
+    baseline's default tolerance."""
+    if isinstance(tol, Mapping):
+        for key in tol:
+            _tolerance(tol, key)
+    else:
+        _tolerance(tol, "*")
+    summary = dict(run) if isinstance(run, Mapping) else summary_mod.load_or_build(run, task_specs, convention)
+    protocol = protocol or summary["main_protocol"]
+    metrics, info = final_metrics(summary, protocol)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kind": KIND,
+        "source_run": summary.get("run_id"),
+        "created_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "flop_convention": summary.get("flop_convention"),
+        "protocol": protocol,
+        "suite": summary.get("suite", {}).get("name"),
+        "tol": tol,
+        "metrics": metrics,
+        "info": info,
+    }
+
+
+def write_baseline(run: RunDir | Mapping[str, Any], path: str | Path, **kwargs) -> dict:
+    baseline = make_baseline(run, **kwargs)
+    atomic_io.write_json(path, baseline)
+    return baseline
+
+
+def load_baseline(path: str | Path) -> dict:
+    path = Path(path)
+    if not path.is_file():
+        raise BenchError(f"{at(path)}: baseline file not found")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise BenchError(f"{at(path, e.lineno)}: baseline is not valid JSON ({e.msg})") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise BenchError(f"{at(path)}: cannot read baseline ({e})") from None
+    if not isinstance(data, dict) or data.get("kind") != KIND:
+        raise BenchError(f"{at(path)}: not an electra-bench baseline (make one with make_baseline)")
+    if data.get("schema_version") != SCHEMA_VERSION:
+        raise BenchError(f"{at(path)}: baseline schema_version {data.get('schema_version')!r}, expected {SCHEMA_VERSION}")
+    metrics = data.get("metrics")
+    if not isinstance(metrics, dict) or not metrics:
+        raise BenchError(f"{at(path)}: baseline has no metrics")
+    for k, v in metrics.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise BenchError(f"{at(path)}: baseline metric '{k}' is not a finite number ({v!r})")
+    return data
+
+
+def _tolerance(tol: float | Mapping[str, float], key: str) -> float:
+    if isinstance(tol, Mapping):
+        if key in tol:
+            value = tol[key]
+        else:
+            value = next((v for pat, v in tol.items() if pat != "default" and fnmatch.fnmatchcase(key, pat)),
+                         tol.get("default", DEFAULT_TOL))
+    else:
+        value = tol
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise BenchError(f"tolerance for '{key}' must be a number >= 0, got {value!r}")
+    return float(value)
+
+
+@dataclass
+class MetricCheck:
+    metric: str
+    old: float | None
+    new: float | None
+    delta: float | None
+    tol: float | None
+    status: str  # ok | improved | regressed | missing | new
+
+    def to_dict(self) -> dict:
+        return {"metric": self.metric, "old": self.old, "new": self.new, "delta": self.delta, "tol": self.tol,
+                "status": self.status}
+
+
+@dataclass
+class CheckResult:
+    run_id: str
+    baseline: str
+    checks: list[MetricCheck] = field(default_factory=list)
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def failures(self) -> list[MetricCheck]:
+        return [c for c in self.checks if c.status in ("regressed", "missing")]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_OK if self.ok else EXIT_REGRESSION
+
+    def moved(self) -> list[MetricCheck]:
+        return [c for c in self.checks if c.status != "ok"]
+
+    def to_dict(self) -> dict:
+        return {"run_id": self.run_id, "baseline": self.baseline, "ok": self.ok, "exit_code": self.exit_code,
+                "checks": [c.to_dict() for c in self.checks], "info": self.info}
+
+    def render(self, fmt: str = "text", verbose: bool = False) -> str:
+        """`fmt` "text" (what moved) or "json"."""
+        if fmt == "json":
+            return self.to_json()
+        if fmt != "text":
+            raise BenchError(f"unknown check output format '{fmt}': choose text or json")
+        return self.to_text(verbose)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+
+    def to_text(self, verbose: bool = False) -> str:
+        def n(x):
+            return "-" if x is None else f"{x:.2f}"
+
+        rows = self.checks if verbose else self.moved()
+        width = max([len(c.metric) for c in rows] + [6])
+        lines = [f"check {self.run_id} against {self.baseline}: "
+                 + ("OK" if self.ok else f"REGRESSION ({len(self.failures)} metric(s))")]
+        if rows:
+            lines.append(f"  {'metric':<{width}}  {'old':>8}  {'new':>8}  {'delta':>8}  {'tol':>6}  status")
+            for c in rows:
+                delta = "-" if c.delta is None else f"{c.delta:+.2f}"
+                lines.append(f"  {c.metric:<{width}}  {n(c.old):>8}  {n(c.new):>8}  {delta:>8}  {n(c.tol):>6}  {c.status}")
+        ok = sum(c.status == "ok" for c in self.checks)
+        lines.append(f"  {ok} of {len(self.checks)} metric(s) within tolerance")
+        return "\n".join(lines) + "\n"
+
+
+def check(run: RunDir | Mapping[str, Any], baseline_path: str | Path, tol: float | Mapping[str, float] | None = None,
+          *, task_specs=None, convention: str | None = None) -> CheckResult:
+    """Compare the run's final scores with the baseline file (see the module docstring). `tol` None:
+    the baseline's own `tol`, else 1.0 point."""
+    baseline = load_baseline(baseline_path)
+    if tol is None:
+        tol = baseline.get("tol", DEFAULT_TOL)
+    if not isinstance(tol, Mapping):
+        _tolerance(tol, "*")  # reject a bad global tolerance up front
+    summary = dict(run) if isinstance(run, Mapping) else summary_mod.load_or_build(run, task_specs, convention)
+    protocol = baseline.get("protocol") or summary["main_protocol"]
+    new_metrics, info = final_metrics(summary, protocol)
+    result = CheckResult(run_id=str(summary.get("run_id")), baseline=str(baseline_path), info=info)
+    for key in sorted(baseline["metrics"]):
+        old = float(baseline["metrics"][key])
+        t = _tolerance(tol, key)
+        if key not in new_metrics:
+            result.checks.append(MetricCheck(key, old, None, None, t, "missing"))
+            continue
+        new = float(new_metrics[key])
+        delta = new - old
+        status = "regressed" if delta < -t else "improved" if delta > t else "ok"
+        result.checks.append(MetricCheck(key, old, new, delta, t, status))
+    for key in sorted(set(new_metrics) - set(baseline["metrics"])):
+        result.checks.append(MetricCheck(key, None, float(new_metrics[key]), None, None, "new"))
+    result.info["baseline_info"] = baseline.get("info", {})
+    return result
+
+
+def _start_time(run: RunDir) -> _dt.datetime:
+    prov = run.provenance()
+    stamp = prov.get("created_utc") if isinstance(prov, dict) else None
+    if isinstance(stamp, str):
+        try:
+            t = _dt.datetime.fromisoformat(stamp)
+            return t if t.tzinfo else t.replace(tzinfo=_dt.timezone.utc)
+        except ValueError:
+            pass
+    # no provenance: the config's modification time is when the run was created
+    return _dt.datetime.fromtimestamp((run.path / "config.json").stat().st_mtime, tz=_dt.timezone.utc)
+
+
+def history(runs: Sequence[RunDir], out_dir: str | Path, *, task_specs=None, convention: str | None = None,
+            formats: Sequence[str] = ("png", "svg")) -> list[Path]:
+    """Final scores per objective across stored runs (x: run start time from provenance), for CI."""
+    from . import plots
+
+    if not runs:
+        raise BenchError("no runs for the history plot")
+    series: dict[str, list[tuple[_dt.datetime, float, str]]] = {}
+    suites = set()
+    conventions = set()
+    for run in runs:
+        summary = summary_mod.load_or_build(run, task_specs, convention)
+        suites.add(summary["suite"]["name"])
+        conventions.add(summary["flop_convention"])
+        metrics, _ = final_metrics(summary)
+        when = _start_time(run)
+        for obj in ("rtd", "mlm", "init"):
+            if f"{obj}/score" in metrics:
+                series.setdefault(obj, []).append((when, metrics[f"{obj}/score"], run.run_id))
+    fig, axes = plots._figure(size=(8.0, 4.5))
+    ax = axes[0][0]
+    for obj, pts in series.items():
+        pts.sort()
+        label = summary_mod.LABELS[obj] + (" final checkpoint" if obj != "init" else " encoder")
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", color=plots.COLORS[obj], label=label,
+                linestyle="--" if obj == "init" else "-")
+    ax.set_title(f"Final scores across runs ({', '.join(sorted(suites))}; one point per run)", fontsize=9)
+    ax.set_xlabel("run start time (UTC, from provenance)")
+    ax.set_ylabel("aggregate score, 0-100 (median over seeds)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.autofmt_xdate()
+    return plots.save(fig, Path(out_dir), "history", formats)

@@ -1,0 +1,235 @@
+"""The paper's Table 1 layout for one or more runs, as a terminal table, Markdown, CSV or LaTeX.
+
+One row per point (untrained encoder, then each objective's checkpoints by compute): Model, Train FLOPs,
+Params, fraction of the budget trained, Score (median over fine-tuning seeds, +- half the seed range,
+n seeds), then each task's median primary metric. After the table: the headline sentences and the noise
+verdict of each run (CSV carries the numbers only, as columns, so it stays one parseable table).
+
+Summaries come from each run's summary.json when present (else they are built from scores.jsonl).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+
+from ..errors import BenchError
+from . import summary as summary_mod
+from .results import RunDir
+from .summary import fmt_flops
+
+FORMATS = ("table", "md", "csv", "latex")
+
+# column headers for GLUE tasks in the human-readable formats (CSV keeps the task ids)
+TASK_NAMES = {"cola": "CoLA", "sst2": "SST-2", "mrpc": "MRPC", "stsb": "STS-B", "qqp": "QQP", "mnli": "MNLI",
+              "qnli": "QNLI", "rte": "RTE", "wnli": "WNLI"}
+
+
+def _num(x: float | None, digits: int = 1) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def _params(n: int | None) -> str:
+    if n is None:
+        return "-"
+    if n >= 1e9:
+        return f"{n / 1e9:.1f}B"
+    if n >= 1e6:
+        return f"{n / 1e6:.1f}M"
+    if n >= 1e3:
+        return f"{n / 1e3:.0f}K"
+    return str(n)
+
+
+def _trained(point: Mapping[str, Any]) -> str:
+    if point["objective"] == "init":
+        return "0%"
+    p = 100 * point["fraction"]
+    return f"{p:.3g}%"
+
+
+def _score_text(score: Mapping[str, Any]) -> str:
+    value = score.get("value")
+    if value is None:
+        return "-"
+    text = f"{value:.1f}"
+    if score.get("range") is not None:
+        text += f" ± {score['range'] / 2:.1f}"
+    n = score.get("n_seeds", 0)
+    text += f" (n={n})"
+    if score.get("missing_tasks"):
+        text += " partial"
+    return text
+
+
+def _summaries(runs: Sequence[RunDir | Mapping[str, Any]], task_specs, convention) -> list[dict]:
+    out = []
+    for run in runs:
+        if isinstance(run, Mapping):
+            out.append(dict(run))
+        else:
+            out.append(summary_mod.load_or_build(run, task_specs, convention))
+    if not out:
+        raise BenchError("no runs to report")
+    return out
+
+
+def _records(summaries: list[dict], protocol: str | None) -> tuple[list[dict], list[str]]:
+    """Long-ish records (one per point) and the union of task names, in first-seen order."""
+    records: list[dict] = []
+    tasks: list[str] = []
+    for s in summaries:
+        proto = protocol or s["main_protocol"]
+        if proto not in s["protocols"]:
+            continue
+        block = s["protocols"][proto]
+        for t in block["tasks"]:
+            if t not in tasks:
+                tasks.append(t)
+        for p in block["points"]:
+            model = s["models"].get(p["objective"], {})
+            records.append({
+                "run_id": s["run_id"],
+                "protocol": proto,
+                "suite": s["suite"]["name"],
+                "aggregate": s["suite"]["aggregate"],
+                "flop_convention": s["flop_convention"],
+                "objective": p["objective"],
+                "model": model.get("label", summary_mod.LABELS[p["objective"]]),
+                "params": model.get("params"),
+                "fraction": p["fraction"],
+                "step": p["step"],
+                "train_flops": p["train_flops"],
+                "score": p["score"],
+                "tasks": {t: v.get("median") for t, v in p["tasks"].items()},
+                "point": p,
+            })
+    if not records:
+        raise BenchError(f"no scores for protocol '{protocol}' in these runs")
+    return records, tasks
+
+
+def dataframe(runs: Sequence[RunDir | Mapping[str, Any]], *, protocol: str | None = None, task_specs=None,
+              convention: str | None = None) -> pd.DataFrame:
+    """The machine-readable table behind every format (what CSV writes)."""
+    records, tasks = _records(_summaries(runs, task_specs, convention), protocol)
+    rows = []
+    for r in records:
+        sc = r["score"]
+        row = {
+            "run_id": r["run_id"], "protocol": r["protocol"], "suite": r["suite"], "aggregate": r["aggregate"],
+            "flop_convention": r["flop_convention"], "model": r["model"], "objective": r["objective"],
+            "train_flops": r["train_flops"], "params": r["params"], "fraction": r["fraction"], "step": r["step"],
+            "score_median": sc.get("value"), "score_min": sc.get("min"), "score_max": sc.get("max"),
+            "score_std": sc.get("std"), "n_seeds": sc.get("n_seeds"),
+        }
+        for t in tasks:
+            row[t] = r["tasks"].get(t)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _display_rows(records: list[dict], tasks: list[str], with_run: bool) -> tuple[list[str], list[list[str]]]:
+    header = (["Run"] if with_run else []) + ["Model", "Train FLOPs", "Params", "Trained", "Score"] + [
+        TASK_NAMES.get(t, t) for t in tasks]
+    rows = []
+    for r in records:
+        row = ([r["run_id"]] if with_run else []) + [
+            r["model"], fmt_flops(r["train_flops"]), _params(r["params"]), _trained(r["point"]),
+            _score_text(r["score"]),
+        ] + [_num(r["tasks"].get(t)) for t in tasks]
+        rows.append(row)
+    return header, rows
+
+
+def _notes(summaries: list[dict], protocol: str | None, with_run: bool) -> list[str]:
+    lines = []
+    for s in summaries:
+        proto = protocol or s["main_protocol"]
+        if proto not in s["protocols"]:
+            continue
+        prefix = f"[{s['run_id']}] " if with_run else ""
+        lines += [prefix + line for line in summary_mod.headline_lines(s, proto)]
+    s0 = summaries[0]
+    lines.append(
+        f"Score: {s0['suite']['name']} ({s0['suite']['description']}), {protocol or s0['main_protocol']} protocol, "
+        f"0-100; median over fine-tuning seeds ± half the seed range; train FLOPs in the "
+        f"{s0['flop_convention']} convention."
+    )
+    return lines
+
+
+def _markdown(header: list[str], rows: list[list[str]]) -> str:
+    def esc(c: str) -> str:
+        return c.replace("|", "\\|")
+
+    out = ["| " + " | ".join(esc(h) for h in header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
+    return "\n".join(out)
+
+
+_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+
+
+def _latex_escape(text: str) -> str:
+    text = "".join(_LATEX_SPECIAL.get(c, c) for c in text)
+    return text.replace("±", r"$\pm$")
+
+
+def _latex(header: list[str], rows: list[list[str]], notes: list[str]) -> str:
+    cols = "l" * 1 + "r" * (len(header) - 1)
+    out = [r"% requires \usepackage{booktabs}", rf"\begin{{tabular}}{{{cols}}}", r"\toprule",
+           " & ".join(_latex_escape(h) for h in header) + r" \\", r"\midrule"]
+    out += [" & ".join(_latex_escape(c) for c in row) + r" \\" for row in rows]
+    out += [r"\bottomrule", r"\end{tabular}"]
+    out += ["% " + n for n in notes]
+    return "\n".join(out)
+
+
+def rich_table(runs: Sequence[RunDir | Mapping[str, Any]], *, protocol: str | None = None, task_specs=None,
+               convention: str | None = None):
+    """A rich.table.Table (for printing to a terminal) and the note lines under it."""
+    from rich.table import Table
+
+    summaries = _summaries(runs, task_specs, convention)
+    records, tasks = _records(summaries, protocol)
+    with_run = len({r["run_id"] for r in records}) > 1
+    header, rows = _display_rows(records, tasks, with_run)
+    s0 = summaries[0]
+    table = Table(title=f"{s0['suite']['name']}: score vs pre-training compute ({s0['flop_convention']} FLOPs)")
+    for i, h in enumerate(header):
+        table.add_column(h, justify="left" if i <= (1 if with_run else 0) else "right")
+    for row in rows:
+        table.add_row(*row)
+    return table, _notes(summaries, protocol, with_run)
+
+
+def render(runs: Sequence[RunDir | Mapping[str, Any]], fmt: str = "table", *, protocol: str | None = None,
+           task_specs=None, convention: str | None = None, width: int = 160) -> str:
+    """The report as text. `fmt`: "table" (rich, plain text), "md", "csv" or "latex". Runs may also be
+    given as summary dicts."""
+    if fmt not in FORMATS:
+        raise BenchError(f"unknown report format '{fmt}': choose one of {', '.join(FORMATS)}")
+    if fmt == "csv":
+        return dataframe(runs, protocol=protocol, task_specs=task_specs, convention=convention).to_csv(index=False)
+    if fmt == "table":
+        from rich.console import Console
+
+        table, notes = rich_table(runs, protocol=protocol, task_specs=task_specs, convention=convention)
+        console = Console(file=io.StringIO(), width=width, color_system=None, force_terminal=False)
+        console.print(table)
+        for n in notes:
+            console.print(n, highlight=False, markup=False)
+        return console.file.getvalue()
+    summaries = _summaries(runs, task_specs, convention)
+    records, tasks = _records(summaries, protocol)
+    with_run = len({r["run_id"] for r in records}) > 1
+    header, rows = _display_rows(records, tasks, with_run)
+    notes = _notes(summaries, protocol, with_run)
+    if fmt == "md":
+        return _markdown(header, rows) + "\n\n" + "\n".join(f"- {n}" for n in notes) + "\n"
+    return _latex(header, rows, notes) + "\n"

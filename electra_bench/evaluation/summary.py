@@ -1,0 +1,439 @@
+"""From scores.jsonl to summary.json: per-checkpoint medians, the aggregate score, the compute headline,
+and whether the differences exceed the fine-tuning seed noise. The schema is in docs/results.md.
+
+Points. A point is one (objective, fraction) -- a pre-training checkpoint -- plus the untrained encoder
+("init", 0 FLOPs), which starts both curves. Per point and task: the median over seeds of every metric;
+the aggregate score is computed from those per-task medians (the paper reports medians of fine-tuning
+runs), and separately per seed, whose min/max/std across seeds is the point's seed spread.
+
+Aggregate. If the suite's tasks are all GLUE tasks and include every task of the chosen GLUE
+convention (default "electra"), the GLUE score in that convention; otherwise the suite mean (mean over
+tasks of each task's primary metric, see glue_score.primary_metric).
+
+Headline. "RTD reaches MLM's final score with X% of its compute": walk RTD's curve (init, then its
+checkpoints by FLOPs) to the first segment that reaches MLM's final (largest-fraction) median score and
+interpolate inside it -- linearly in FLOPs on the segment from init (0 FLOPs, where log is undefined),
+linearly in log FLOPs between checkpoints. X = those FLOPs / MLM's final FLOPs. If RTD's first point
+already reaches it and that point is a checkpoint, X is an upper bound ("at_most"); if no point reaches
+it, "not reached". The same with MLM and RTD swapped.
+
+Noise rule (documented in docs/results.md). A point's seed range is max - min of its per-seed aggregate
+scores (points with fewer than 2 complete seeds have no range). Two points differ beyond seed noise when
+|difference of their median-based scores| > the larger of their ranges. An objective beats the
+untrained encoder when its final point exceeds init by more than that. If neither objective beats the
+untrained encoder: "budget too small to separate the objectives".
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from ..errors import BenchError, at
+from . import glue_score
+from .results import FLOP_CONVENTIONS, PROTOCOLS, SCORES_FILE, RunDir
+
+SCHEMA_VERSION = 1
+TRAINED = ("mlm", "rtd")
+LABELS = {"mlm": "MLM", "rtd": "RTD", "init": "untrained"}
+
+VERDICT_TOO_SMALL = "budget too small to separate the objectives"
+VERDICT_NO_SEEDS = "not enough fine-tuning seeds to judge noise (need >= 2 per point)"
+
+
+def fmt_flops(x: float | None) -> str:
+    """1.2e14 style (the paper's Table 1)."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    if x == 0:
+        return "0"
+    mantissa, exp = f"{x:.1e}".split("e")
+    return f"{mantissa}e{int(exp)}"
+
+
+def fmt_percent(p: float) -> str:
+    return f"{p:.3g}%" if p < 10 else f"{p:.0f}%"
+
+
+def _stats(values: list[float]) -> dict:
+    arr = np.asarray(values, dtype=float)
+    return {
+        "median": float(np.median(arr)),
+        "mean": float(arr.mean()),
+        "std": float(arr.std(ddof=1)) if len(arr) > 1 else 0.0,
+        "min": float(arr.min()),
+        "max": float(arr.max()),
+        "n": int(len(arr)),
+    }
+
+
+class _Scorer:
+    """How a set of task metrics becomes one number for this suite."""
+
+    def __init__(self, tasks: list[str], task_specs: Mapping[str, Any] | None, score_convention: str):
+        glue_score._check_convention(score_convention)
+        self.tasks = tasks
+        self.task_specs = task_specs
+        if glue_score.is_glue(tasks) and glue_score.covers(tasks, score_convention):
+            self.kind = f"glue-{score_convention}"
+            self.convention = score_convention
+            self.description = glue_score.DESCRIPTIONS[score_convention]
+        else:
+            self.kind = "suite-mean"
+            self.convention = None
+            self.description = "mean over tasks of each task's primary metric"
+
+    def primary(self, task: str, available: Mapping[str, float] | None) -> str:
+        spec = self.task_specs.get(task) if self.task_specs else None
+        if self.convention == "glue" and spec is None and task in glue_score.CONVENTIONS["glue"]:
+            return glue_score.CONVENTIONS["glue"][task][0]
+        return glue_score.primary_metric(task, spec, available)
+
+    def __call__(self, task_metrics: Mapping[str, Mapping[str, float]], *, partial: bool) -> glue_score.GlueScore:
+        if self.convention is not None:
+            return glue_score.score_detail(task_metrics, self.convention, partial=partial)
+        primaries = {t: {"primary_metric": self.primary(t, task_metrics.get(t))} for t in self.tasks}
+        return glue_score.suite_score_detail(task_metrics, primaries, partial=partial)
+
+
+def _point(objective: str, fraction: float, rows: pd.DataFrame, scorer: _Scorer) -> dict:
+    seeds = sorted(int(s) for s in rows["seed"].unique())
+    tasks: dict[str, dict] = {}
+    medians: dict[str, dict[str, float]] = {}
+    for task, trows in rows.groupby("task", sort=True):
+        metrics = {}
+        for metric, mrows in trows.groupby("metric", sort=True):
+            metrics[metric] = _stats(mrows["value"].tolist())
+        medians[task] = {m: s["median"] for m, s in metrics.items()}
+        primary = scorer.primary(task, medians[task])
+        entry = {"primary_metric": primary, "metrics": metrics}
+        if primary in metrics:
+            entry.update({k: metrics[primary][k] for k in ("median", "min", "max", "std", "n")})
+        else:
+            entry.update({"median": None, "min": None, "max": None, "std": None, "n": 0})
+        tasks[task] = entry
+
+    aggregate = scorer(medians, partial=True)
+    per_seed: dict[str, float] = {}
+    incomplete: list[int] = []
+    for seed in seeds:
+        srows = rows[rows["seed"] == seed]
+        seed_metrics: dict[str, dict[str, float]] = {}
+        for (task, metric), v in srows.groupby(["task", "metric"])["value"].median().items():
+            seed_metrics.setdefault(task, {})[metric] = float(v)
+        detail = scorer(seed_metrics, partial=True)
+        if detail.missing or not detail.per_task:
+            incomplete.append(seed)
+        else:
+            per_seed[str(seed)] = detail.value
+    seed_values = list(per_seed.values())
+    score = {
+        "value": None if math.isnan(aggregate.value) else aggregate.value,
+        "per_task": aggregate.per_task,
+        "missing_tasks": list(aggregate.missing),
+        "per_seed": per_seed,
+        "n_seeds": len(per_seed),
+        "incomplete_seeds": incomplete,
+        "min": min(seed_values) if seed_values else None,
+        "max": max(seed_values) if seed_values else None,
+        "range": (max(seed_values) - min(seed_values)) if len(seed_values) >= 2 else None,
+        "std": float(np.std(seed_values, ddof=1)) if len(seed_values) >= 2 else None,
+    }
+    return {
+        "objective": objective,
+        "fraction": float(fraction),
+        "step": int(round(float(rows["step"].median()))),
+        "train_flops": float(rows["train_flops"].median()),
+        "seeds": seeds,
+        "n_seeds": len(seeds),
+        "tasks": tasks,
+        "score": score,
+    }
+
+
+def curve(points: list[dict], objective: str) -> list[dict]:
+    """The objective's curve: the untrained point (if any), then its checkpoints by FLOPs."""
+    init = [p for p in points if p["objective"] == "init"]
+    own = sorted((p for p in points if p["objective"] == objective), key=lambda p: (p["train_flops"], p["fraction"]))
+    return init[:1] + own
+
+
+def final_point(points: list[dict], objective: str) -> dict | None:
+    own = [p for p in points if p["objective"] == objective]
+    return max(own, key=lambda p: (p["fraction"], p["train_flops"])) if own else None
+
+
+def flops_to_reach(curve_points: list[tuple[float, float]], target: float) -> tuple[float | None, str]:
+    """FLOPs at which a curve of (flops, score) first reaches `target`, and how that number was got:
+    "exact" (a point hits it and nothing earlier could), "interpolated", "at_most" (the first point
+    is a checkpoint already above target), or "not_reached" (None)."""
+    pts = sorted(curve_points, key=lambda p: p[0])
+    if not pts:
+        return None, "not_reached"
+    f0, s0 = pts[0]
+    if s0 >= target:
+        return f0, ("exact" if f0 <= 0 else "at_most")
+    for (fa, sa), (fb, sb) in zip(pts, pts[1:]):
+        if sb >= target:
+            t = (target - sa) / (sb - sa)
+            if fa <= 0:
+                f = fa + t * (fb - fa)
+            else:
+                f = math.exp(math.log(fa) + t * (math.log(fb) - math.log(fa)))
+            return f, ("exact" if t >= 1.0 else "interpolated")
+    return None, "not_reached"
+
+
+def _reach(points: list[dict], who: str, reference: str, convention: str) -> dict | None:
+    ref_final = final_point(points, reference)
+    own = curve(points, who)
+    if ref_final is None or not any(p["objective"] == who for p in own) or ref_final["score"]["value"] is None:
+        return None
+    target = ref_final["score"]["value"]
+    ref_flops = ref_final["train_flops"]
+    pts = [(p["train_flops"], p["score"]["value"]) for p in own if p["score"]["value"] is not None]
+    flops, bound = flops_to_reach(pts, target)
+    W, R = LABELS[who], LABELS[reference]
+    out = {
+        "objective": who,
+        "reference": reference,
+        "target_score": target,
+        "reference_flops": ref_flops,
+        "reached": flops is not None,
+        "flops": flops,
+        "bound": bound,
+        "fraction_of_reference_compute": None,
+        "percent": None,
+    }
+    if flops is None:
+        best = max(pts, key=lambda p: p[1]) if pts else (None, None)
+        out["text"] = (
+            f"{W} does not reach {R}'s final score ({target:.1f}) within its budget"
+            + (f" (best {best[1]:.1f} at {fmt_flops(best[0])} FLOPs)" if best[1] is not None else "")
+        )
+        return out
+    if ref_flops > 0:
+        frac = flops / ref_flops
+        out["fraction_of_reference_compute"] = frac
+        out["percent"] = 100 * frac
+        qualifier = "at most " if bound == "at_most" else ""
+        out["text"] = (
+            f"{W} reaches {R}'s final score ({target:.1f}) with {qualifier}{fmt_percent(100 * frac)} of {R}'s compute "
+            f"({fmt_flops(flops)} of {fmt_flops(ref_flops)} FLOPs, {convention} convention)"
+        )
+    else:
+        out["text"] = f"{W} reaches {R}'s final score ({target:.1f}) at {fmt_flops(flops)} FLOPs"
+    if bound == "at_most":
+        out["text"] += f"; already at its first checkpoint, so the true share may be lower"
+    return out
+
+
+def _ranges(*points: dict | None) -> list[float]:
+    return [p["score"]["range"] for p in points if p is not None and p["score"]["range"] is not None]
+
+
+def noise_verdict(points: list[dict]) -> dict:
+    """The noise rule of the module docstring, applied to the final points and init."""
+    finals = {o: final_point(points, o) for o in TRAINED}
+    init = next((p for p in points if p["objective"] == "init"), None)
+    out: dict[str, Any] = {
+        "rule": "differs beyond seed noise when |difference of median scores| > max(seed range of the two points); "
+                "seed range = max - min of the per-seed aggregate score",
+        "difference": None,
+        "threshold": None,
+        "separated": None,
+        "better": None,
+        "beats_untrained": {},
+        "verdict": None,
+    }
+
+    def beyond(a: dict, b: dict) -> tuple[float, float | None, bool | None]:
+        diff = a["score"]["value"] - b["score"]["value"]
+        r = _ranges(a, b)
+        if not r:
+            return diff, None, None
+        return diff, max(r), abs(diff) > max(r)
+
+    usable = {o: p for o, p in finals.items() if p is not None and p["score"]["value"] is not None}
+    if init is not None and init["score"]["value"] is not None:
+        for o, p in usable.items():
+            diff, thr, sep = beyond(p, init)
+            out["beats_untrained"][o] = {
+                "difference": diff, "threshold": thr, "beats": None if sep is None else bool(sep and diff > 0),
+            }
+    if len(usable) == 2:
+        diff, thr, sep = beyond(usable["rtd"], usable["mlm"])
+        out.update(difference=diff, threshold=thr, separated=sep)
+        if sep:
+            out["better"] = "rtd" if diff > 0 else "mlm"
+    beats = [v["beats"] for v in out["beats_untrained"].values()]
+    if beats and all(b is False for b in beats):
+        out["verdict"] = VERDICT_TOO_SMALL
+    elif not usable:
+        out["verdict"] = "no trained checkpoint has scores yet"
+    elif len(usable) < 2:
+        out["verdict"] = f"only {LABELS[next(iter(usable))]} has scores: nothing to compare"
+    elif out["separated"] is None:
+        out["verdict"] = VERDICT_NO_SEEDS
+    elif out["separated"]:
+        out["verdict"] = f"{LABELS[out['better']]} better than {LABELS['mlm' if out['better'] == 'rtd' else 'rtd']} beyond seed noise"
+    else:
+        out["verdict"] = "RTD and MLM within seed noise of each other"
+    return out
+
+
+def _param_count(params: Any, objective: str) -> int | None:
+    value = params
+    if isinstance(params, Mapping):
+        value = params.get(objective)
+        if value is None and objective == "init":  # the untrained encoder is the same architecture
+            value = params.get("mlm", params.get("rtd"))
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return int(value)
+
+
+def _models(config: Mapping[str, Any], extra: Mapping[str, Any]) -> dict:
+    """Row labels and parameter counts, from the optional keys `preset` (a name, or a dict with "name")
+    and `params` (one int, or {objective: int}) of the run config, else of provenance.json's `extra`."""
+    preset = config.get("preset", extra.get("preset"))
+    if isinstance(preset, Mapping):
+        preset = preset.get("name")
+    params = config.get("params", extra.get("params"))
+    out = {}
+    for obj in ("mlm", "rtd", "init"):
+        label = LABELS[obj] if obj == "init" or not preset else f"{LABELS[obj]} {preset}"
+        out[obj] = {"label": label, "params": _param_count(params, obj)}
+    return out
+
+
+def _pick_convention(df: pd.DataFrame, convention: str | None, path) -> str:
+    present = sorted(set(df.loc[df["objective"] != "init", "convention"])) or sorted(set(df["convention"]))
+    if convention is None:
+        if len(present) > 1:
+            raise BenchError(f"{at(path)}: scores in both FLOP conventions ({', '.join(present)}): choose one")
+        return present[0] if present else "measured"
+    if convention not in FLOP_CONVENTIONS:
+        raise BenchError(f"unknown FLOP convention '{convention}': choose one of {', '.join(FLOP_CONVENTIONS)}")
+    if present and convention not in present:
+        raise BenchError(f"{at(path)}: no scores in the '{convention}' FLOP convention (it has {', '.join(present)})")
+    return convention
+
+
+def build_summary(run: RunDir, task_specs: Mapping[str, Any] | None = None, convention: str | None = None, *,
+                  score_convention: str = "electra", suite_name: str | None = None) -> dict:
+    """The run's summary (see docs/results.md). `convention` is the FLOP convention of train_flops
+    ("measured" or "paper"; None: the only one present); `score_convention` the GLUE convention used
+    when the suite is GLUE."""
+    path = run.path / SCORES_FILE
+    df = run.scores()
+    if df.empty:
+        raise BenchError(f"{at(path)}: no scores to summarise")
+    convention = _pick_convention(df, convention, path)
+    df = df[(df["objective"] == "init") | (df["convention"] == convention)]
+    key = ["objective", "fraction", "task", "seed", "metric", "protocol"]
+    df = df.drop_duplicates(subset=key, keep="last")
+
+    try:
+        config = run.config
+    except BenchError:
+        config = {}
+    try:
+        prov = run.provenance() or {}
+    except BenchError:
+        prov = {}
+    extra = prov.get("extra") if isinstance(prov.get("extra"), Mapping) else {}
+    all_tasks = sorted(df["task"].unique())
+    suite_tasks = list(task_specs) if task_specs else all_tasks
+    if suite_name is None:
+        cfg_suite = next((v for v in (config.get("suite"), extra.get("suite")) if isinstance(v, str) and v), None)
+        if glue_score.is_glue(suite_tasks):
+            full = glue_score.covers(suite_tasks, score_convention)
+            suite_name = "GLUE" if full else f"GLUE subset ({', '.join(suite_tasks)})"
+        else:
+            suite_name = cfg_suite or "task suite"
+    scorer = _Scorer(suite_tasks, task_specs, score_convention)
+
+    protocols: dict[str, dict] = {}
+    present = [p for p in PROTOCOLS if p in set(df["protocol"])]
+    for protocol in present:
+        prows = df[df["protocol"] == protocol]
+        points = []
+        for (objective, fraction), rows in prows.groupby(["objective", "fraction"], sort=False):
+            points.append(_point(objective, fraction, rows, scorer))
+        order = {"init": 0, "mlm": 1, "rtd": 2}
+        points.sort(key=lambda p: (order[p["objective"]], p["fraction"]))
+        headline = {
+            "rtd_reaches_mlm": _reach(points, "rtd", "mlm", convention),
+            "mlm_reaches_rtd": _reach(points, "mlm", "rtd", convention),
+        }
+        protocols[protocol] = {
+            "tasks": sorted(prows["task"].unique()),
+            "points": points,
+            "curves": {
+                o: [{"objective": p["objective"], "fraction": p["fraction"], "train_flops": p["train_flops"],
+                     "score": p["score"]["value"], "min": p["score"]["min"], "max": p["score"]["max"]}
+                    for p in curve(points, o)]
+                for o in TRAINED
+            },
+            "final": {o: (fp["fraction"] if (fp := final_point(points, o)) else None) for o in TRAINED},
+            "headline": headline,
+            "verdict": noise_verdict(points),
+        }
+    main = "finetune" if "finetune" in protocols else present[0]
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": run.run_id,
+        "created_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "flop_convention": convention,
+        "score_convention": score_convention,
+        "score_scale": "0-100 (accuracy/F1 x100, MCC and correlations x100)",
+        "suite": {
+            "name": suite_name,
+            "tasks": suite_tasks,
+            "aggregate": scorer.kind,
+            "description": scorer.description,
+        },
+        "models": _models(config, extra),
+        "main_protocol": main,
+        "protocols": protocols,
+        "headline": protocols[main]["headline"],
+        "verdict": protocols[main]["verdict"],
+    }
+
+
+def headline_lines(summary: Mapping[str, Any], protocol: str | None = None) -> list[str]:
+    """The headline sentences and the noise verdict, for reports."""
+    block = summary["protocols"][protocol or summary["main_protocol"]]
+    lines = [h["text"] for h in (block["headline"].get("rtd_reaches_mlm"), block["headline"].get("mlm_reaches_rtd")) if h]
+    verdict = block["verdict"]
+    if verdict.get("verdict"):
+        extra = ""
+        if verdict.get("difference") is not None:
+            thr = verdict.get("threshold")
+            extra = f" (RTD - MLM = {verdict['difference']:+.1f}" + (f", seed range {thr:.1f})" if thr is not None else ")")
+        lines.append(f"Verdict: {verdict['verdict']}{extra}")
+    return lines
+
+
+def update_summary(run: RunDir, task_specs: Mapping[str, Any] | None = None, convention: str | None = None,
+                   **kwargs) -> dict:
+    """Build the summary and write it to the (writable) run; returns it."""
+    summary = build_summary(run, task_specs, convention, **kwargs)
+    run.write_summary(summary)
+    return summary
+
+
+def load_or_build(run: RunDir, task_specs: Mapping[str, Any] | None = None, convention: str | None = None,
+                  **kwargs) -> dict:
+    """summary.json when it exists with this schema version (and, if given, this FLOP convention);
+    otherwise built from scores.jsonl."""
+    stored = run.summary()
+    if (stored is not None and stored.get("schema_version") == SCHEMA_VERSION
+            and (convention is None or stored.get("flop_convention") == convention) and task_specs is None):
+        return stored
+    return build_summary(run, task_specs, convention, **kwargs)

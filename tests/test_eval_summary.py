@@ -1,0 +1,180 @@
+"""Summary, headline interpolation and the noise verdict on synthetic scores."""
+
+import math
+
+import pytest
+
+from electra_bench.errors import BenchError
+from electra_bench.evaluation import glue_score, results, summary
+
+TASKS = ("sst2", "rte")
+
+
+def make_run(tmp_path, curves, *, seeds=(0, 1, 2), jitter=0.5, tasks=TASKS, convention="measured", run_id="r"):
+    """curves: objective -> [(fraction, flops, base score)]; task scores are base +/- 5, seed adds seed*jitter."""
+    rows = []
+    for obj, pts in curves.items():
+        for frac, flops, base in pts:
+            for seed in seeds:
+                for i, task in enumerate(tasks):
+                    rows.append(dict(objective=obj, fraction=frac, step=int(frac * 1000), train_flops=flops,
+                                     convention=convention, task=task, seed=seed, metric="accuracy",
+                                     value=base + (5 if i == 0 else -5) * (len(tasks) > 1) + seed * jitter,
+                                     protocol="finetune"))
+    run = results.open_run(tmp_path, run_id, {"preset": "tiny", "params": 1_000_000})
+    run.append_scores(rows)
+    return run
+
+
+STANDARD = {
+    "init": [(0, 0, 50)],
+    "mlm": [(0.25, 2.5e13, 60), (0.5, 5e13, 65), (1.0, 1e14, 70)],
+    "rtd": [(0.25, 2.5e13, 68), (0.5, 5e13, 72), (1.0, 1e14, 75)],
+}
+
+
+def test_points_medians_and_seed_spread(tmp_path):
+    s = summary.build_summary(make_run(tmp_path, STANDARD))
+    assert s["schema_version"] == 1 and s["flop_convention"] == "measured"
+    block = s["protocols"]["finetune"]
+    final_rtd = next(p for p in block["points"] if p["objective"] == "rtd" and p["fraction"] == 1.0)
+    # seeds 0,1,2 add 0, 0.5, 1.0: median +0.5, range 1.0
+    assert final_rtd["score"]["value"] == pytest.approx(75.5)
+    assert final_rtd["score"]["per_seed"] == {"0": 75.0, "1": 75.5, "2": 76.0}
+    assert final_rtd["score"]["range"] == pytest.approx(1.0)
+    assert final_rtd["score"]["n_seeds"] == 3
+    assert final_rtd["tasks"]["sst2"]["median"] == pytest.approx(80.5)
+    assert final_rtd["tasks"]["sst2"]["primary_metric"] == "accuracy"
+    # init starts both curves at 0 FLOPs
+    for obj in ("mlm", "rtd"):
+        assert block["curves"][obj][0]["objective"] == "init"
+        assert block["curves"][obj][0]["train_flops"] == 0
+    assert s["models"]["rtd"]["label"] == "RTD tiny" and s["models"]["init"]["params"] == 1_000_000
+
+
+def test_headline_reached_by_log_interpolation(tmp_path):
+    s = summary.build_summary(make_run(tmp_path, STANDARD))
+    h = s["headline"]["rtd_reaches_mlm"]
+    # target 70.5 between RTD 68.5 @2.5e13 and 72.5 @5e13: halfway in log FLOPs -> sqrt(2.5e13 * 5e13)
+    expected = math.sqrt(2.5e13 * 5e13)
+    assert h["reached"] and h["bound"] == "interpolated"
+    assert h["flops"] == pytest.approx(expected)
+    assert h["percent"] == pytest.approx(100 * expected / 1e14)
+    assert "35%" in h["text"]
+    back = s["headline"]["mlm_reaches_rtd"]
+    assert not back["reached"] and back["percent"] is None and "does not reach" in back["text"]
+
+
+def test_headline_between_init_and_first_checkpoint_is_linear_in_flops(tmp_path):
+    curves = {"init": [(0, 0, 50)], "mlm": [(1.0, 1e14, 60)], "rtd": [(0.25, 2.5e13, 70), (1.0, 1e14, 75)]}
+    s = summary.build_summary(make_run(tmp_path, curves))
+    h = s["headline"]["rtd_reaches_mlm"]
+    # target 60.5: init 50.5 -> RTD 70.5 at 2.5e13, linear in FLOPs: halfway = 1.25e13 -> 12.5%
+    assert h["flops"] == pytest.approx(1.25e13)
+    assert h["percent"] == pytest.approx(12.5)
+
+
+def test_headline_upper_bound_without_init(tmp_path):
+    curves = {"mlm": [(1.0, 1e14, 60)], "rtd": [(0.25, 2.5e13, 70), (1.0, 1e14, 75)]}
+    h = summary.build_summary(make_run(tmp_path, curves))["headline"]["rtd_reaches_mlm"]
+    assert h["bound"] == "at_most" and h["percent"] == pytest.approx(25.0)
+    assert "at most" in h["text"]
+
+
+def test_flops_to_reach_unit():
+    pts = [(0.0, 50.0), (1e12, 60.0), (1e14, 80.0)]
+    assert summary.flops_to_reach(pts, 55.0) == (pytest.approx(5e11), "interpolated")
+    assert summary.flops_to_reach(pts, 70.0) == (pytest.approx(1e13), "interpolated")
+    assert summary.flops_to_reach(pts, 80.0) == (pytest.approx(1e14), "exact")
+    assert summary.flops_to_reach(pts, 90.0) == (None, "not_reached")
+    assert summary.flops_to_reach(pts, 40.0) == (0.0, "exact")
+    # first crossing counts, even if the curve dips later
+    assert summary.flops_to_reach([(1e12, 50.0), (1e13, 70.0), (1e14, 60.0)], 65.0)[0] < 1e13
+
+
+def test_verdict_separated(tmp_path):
+    v = summary.build_summary(make_run(tmp_path, STANDARD))["verdict"]
+    assert v["separated"] is True and v["better"] == "rtd"
+    assert v["difference"] == pytest.approx(5.0) and v["threshold"] == pytest.approx(1.0)
+    assert v["beats_untrained"]["mlm"]["beats"] and v["beats_untrained"]["rtd"]["beats"]
+    assert "RTD better" in v["verdict"]
+
+
+def test_verdict_within_noise(tmp_path):
+    curves = {"init": [(0, 0, 50)], "mlm": [(1.0, 1e14, 70)], "rtd": [(1.0, 1e14, 71)]}
+    v = summary.build_summary(make_run(tmp_path, curves, jitter=2.0))["verdict"]
+    # ranges are 4.0, difference 1.0
+    assert v["separated"] is False and v["better"] is None
+    assert v["verdict"] == "RTD and MLM within seed noise of each other"
+
+
+def test_verdict_budget_too_small(tmp_path):
+    curves = {"init": [(0, 0, 50)], "mlm": [(1.0, 1e13, 50.5)], "rtd": [(1.0, 1e13, 51)]}
+    v = summary.build_summary(make_run(tmp_path, curves, jitter=1.0))["verdict"]
+    assert v["beats_untrained"]["mlm"]["beats"] is False and v["beats_untrained"]["rtd"]["beats"] is False
+    assert v["verdict"] == summary.VERDICT_TOO_SMALL
+
+
+def test_verdict_needs_two_seeds(tmp_path):
+    v = summary.build_summary(make_run(tmp_path, STANDARD, seeds=(0,)))["verdict"]
+    assert v["separated"] is None and v["verdict"] == summary.VERDICT_NO_SEEDS
+
+
+def test_glue_suite_uses_the_electra_convention(tmp_path):
+    metric_of = glue_score.CONVENTIONS["electra"]
+    rows = []
+    for obj, frac, flops in (("init", 0, 0), ("mlm", 1.0, 1e14), ("rtd", 1.0, 1e14)):
+        for seed in (0, 1):
+            for i, (task, metrics) in enumerate(metric_of.items()):
+                for m in metrics:
+                    rows.append(dict(objective=obj, fraction=frac, step=0 if obj == "init" else 10,
+                                     train_flops=flops, convention="paper", task=task, seed=seed, metric=m,
+                                     value=40.0 + i + 10 * (obj != "init") + 5 * (obj == "rtd") + seed,
+                                     protocol="finetune"))
+    run = results.open_run(tmp_path, "g", {})
+    run.append_scores(rows)
+    s = summary.build_summary(run, convention="paper")
+    assert s["suite"]["name"] == "GLUE" and s["suite"]["aggregate"] == "glue-electra"
+    rtd = summary.final_point(s["protocols"]["finetune"]["points"], "rtd")
+    medians = {t: {m: v["median"] for m, v in rtd["tasks"][t]["metrics"].items()} for t in rtd["tasks"]}
+    assert rtd["score"]["value"] == pytest.approx(glue_score.score(medians, "electra"))
+    assert rtd["score"]["value"] == pytest.approx(40 + 3.5 + 15 + 0.5)
+
+
+def test_flop_convention_is_chosen_and_checked(tmp_path):
+    run = make_run(tmp_path, STANDARD)
+    with pytest.raises(BenchError, match="no scores in the 'paper' FLOP convention"):
+        summary.build_summary(run, convention="paper")
+    run.append_scores([dict(objective="rtd", fraction=1.0, step=1000, train_flops=9e13, convention="paper",
+                            task="sst2", seed=0, metric="accuracy", value=1.0, protocol="finetune")])
+    with pytest.raises(BenchError, match="both FLOP conventions"):
+        summary.build_summary(run)
+    assert summary.build_summary(run, convention="measured")["flop_convention"] == "measured"
+
+
+def test_empty_run_is_an_error(tmp_path):
+    run = results.open_run(tmp_path, "empty", {})
+    with pytest.raises(BenchError, match="no scores"):
+        summary.build_summary(run)
+
+
+def test_write_and_load_summary(tmp_path):
+    run = make_run(tmp_path, STANDARD)
+    written = summary.update_summary(run)
+    loaded = results.load_run(run.path)
+    assert loaded.summary()["headline"] == written["headline"]
+    assert summary.load_or_build(loaded)["run_id"] == "r"
+    assert summary.headline_lines(written)[-1].startswith("Verdict:")
+
+
+def test_labels_and_params_from_provenance_extra(tmp_path):
+    rows = [dict(objective=o, fraction=f, step=s, train_flops=fl, convention="measured", task="rt-polarity", seed=0,
+                 metric="accuracy", value=v, protocol="probe")
+            for o, f, s, fl, v in (("init", 0, 0, 0, 50), ("mlm", 1.0, 10, 1e12, 60), ("rtd", 1.0, 10, 1e12, 62))]
+    run = results.open_run(tmp_path, "p", {"preset": "tiny"})
+    run.append_scores(rows)
+    run.write_provenance({"extra": {"params": {"mlm": 5_000_000, "rtd": 5_000_000}, "suite": "ebs-1"}})
+    s = summary.build_summary(run)
+    assert s["models"]["rtd"] == {"label": "RTD tiny", "params": 5_000_000}
+    assert s["models"]["init"]["params"] == 5_000_000
+    assert s["suite"]["name"] == "ebs-1" and s["main_protocol"] == "probe"
