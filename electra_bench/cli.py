@@ -254,6 +254,19 @@ def check(run, baseline, tol, as_json):
 
 
 @main.command()
+@click.argument("run")
+@click.option("--out", "out_path", required=True, help="Where to write the baseline JSON.")
+@click.option("--tol", type=float, default=1.0, show_default=True, help="Allowed drop in score points.")
+def baseline(run, out_path, tol):
+    """Write a run's scores as a regression baseline for `check`."""
+    from .evaluation.regression import write_baseline
+    from .evaluation.results import load_run
+
+    write_baseline(load_run(run), out_path, tol=tol)
+    click.echo(out_path)
+
+
+@main.command()
 @click.argument("runs", nargs=-1, required=True)
 @click.option("--out", "out_dir", default="results/history", show_default=True)
 def history(runs, out_dir):

@@ -72,6 +72,22 @@ class CompareSpec:
         return f"compare-{self.preset}{'-quick' if self.quick else ''}-{digest}"
 
 
+def _params(p) -> dict[str, int]:
+    """Parameters of the model that is kept (MLM's encoder / RTD's discriminator), as the paper reports."""
+    from .views import parameter_counts
+
+    n = parameter_counts(p)["encoder"]
+    return {"mlm": n, "rtd": n, "init": n}
+
+
+def _suite_name(spec: CompareSpec, tasks) -> str:
+    if spec.source is None:
+        from .data.suite import load_suite
+
+        return load_suite().name
+    return tasks[0].source if tasks else str(spec.source)
+
+
 def _points(run_path: Path, plans: dict):
     """(objective, fraction, step, train_flops, checkpoint dir) for every saved checkpoint."""
     for objective, plan in plans.items():
@@ -102,7 +118,7 @@ def run_compare(spec: CompareSpec, root: str | Path, run_id: str | None, quiet: 
             seeds={"pretrain": spec.pretrain_seed, "eval": seeds},
             convention=spec.convention,
             data_hashes=runner.data_hashes(data),
-            extra={"preset": p.to_dict(), "budget_flops": budget, "plans": {o: pl.to_dict() for o, pl in plans.items()},
+            extra={"preset": p.to_dict(), "params": _params(p), "suite": _suite_name(spec, tasks), "budget_flops": budget, "plans": {o: pl.to_dict() for o, pl in plans.items()},
                    "tasks": [t.spec.name for t in tasks], "task_source": tasks[0].source if tasks else None},
         )
         from .atomic_io import write_json

@@ -6,8 +6,8 @@ V vocabulary size. MLM (BERT) uses one `Encoder` + `MaskedLMHead`; RTD (ELECTRA)
 the generator and a `DiscriminatorHead`. The objectives live in `objectives.py`, so a budget compares
 objectives, never architectures.
 
-The analytic FLOP formula for this model (the paper's convention) is `EncoderConfig.paper_flops_per_token`
-in `flops/paper.py`; measured FLOPs come from fvcore on this exact forward (`flops/measured.py`).
+The analytic FLOP formula for this model (the paper's convention) is
+`electra_bench.flops.paper.paper_flops_per_token(cfg, seq_len, head)`; measured FLOPs come from fvcore on this exact forward (`flops/measured.py`).
 """
 
 from __future__ import annotations

@@ -1,0 +1,78 @@
+"""The command line as users meet it: JSON outputs and one-line errors for bad input."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def cli(*args, check=False):
+    proc = subprocess.run([sys.executable, "-m", "electra_bench.cli", *args], capture_output=True, text=True,
+                          timeout=300)
+    if check:
+        assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def one_line_error(proc, *needles):
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr + proc.stdout
+    lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
+    assert len(lines) == 1, proc.stderr
+    for n in needles:
+        assert n in lines[0], lines[0]
+
+
+def test_signal_json_matches_the_papers_arithmetic():
+    s = json.loads(cli("signal", "--json", check=True).stdout)
+    assert (s["mlm_positions"], s["rtd_positions"]) == (76, 512)
+    assert round(s["mlm_bits_per_position"], 1) == 14.9 and round(s["mlm_bits"]) == 1132
+    assert round(s["position_ratio"], 1) == 6.7
+
+
+def test_presets_json_lists_paper_shapes():
+    rows = {r["name"]: r for r in json.loads(cli("presets", "--json", check=True).stdout)}
+    assert {"small", "base", "large", "tiny"} <= rows.keys()
+    s = rows["small"]
+    assert (s["layers"], s["hidden"], s["heads"], s["ffn"], s["embedding"], s["generator_hidden"]) == (12, 256, 4, 1024, 128, 64)
+    assert rows["large"]["mask_prob"] == 0.25 and rows["large"]["batch_size"] == 2048
+    assert 13e6 < s["params"]["encoder"] < 14.5e6 and 105e6 < rows["base"]["params"]["encoder"] < 115e6
+    assert s["flops_per_step"]["rtd"] > 0 and s["convention"] == "paper"
+
+
+def test_flops_json_has_stable_keys_and_honours_overrides():
+    a = json.loads(cli("flops", "--preset", "small", "--objective", "rtd", "--convention", "paper", "--json",
+                       check=True).stdout)
+    b = json.loads(cli("flops", "--preset", "small", "--objective", "rtd", "--convention", "paper",
+                       "--generator-size", "128", "--steps", "1000", "--json", check=True).stdout)
+    for k in ("flops_per_step", "train_flops", "convention", "steps"):
+        assert k in a
+    assert b["generator_hidden"] == 128 and b["steps"] == 1000
+    assert b["flops_per_step"] > a["flops_per_step"]
+    assert b["train_flops"] == pytest.approx(b["flops_per_step"] * 1000)
+
+
+@pytest.mark.parametrize("args,needles", [
+    (["pretrain", "--preset", "huge", "--objective", "mlm", "--budget", "1e15", "--dry-run"], ["unknown preset 'huge'"]),
+    (["pretrain", "--preset", "tiny", "--objective", "mlm", "--budget", "1e3", "--dry-run"], ["smaller than one training step"]),
+    (["pretrain", "--preset", "tiny", "--objective", "rtd", "--budget", "lots", "--dry-run"], ["malformed budget 'lots'"]),
+    (["pretrain", "--preset", "tiny", "--objective", "rtd", "--budget", "-1e15", "--dry-run"], ["budget"]),
+    (["pretrain", "--preset", "tiny", "--objective", "rtd", "--budget", "1e15", "--batch-size", "-4", "--dry-run"], ["--batch-size"]),
+    (["pretrain", "--preset", "tiny", "--objective", "rtd", "--budget", "1e15", "--lr", "-1", "--dry-run"], ["--lr"]),
+    (["pretrain", "--preset", "tiny", "--objective", "rtd", "--budget", "1e15", "--mask-prob", "1.5", "--dry-run"], ["--mask-prob"]),
+    (["flops", "--preset", "nope"], ["unknown preset"]),
+    (["signal", "--seq-len", "0"], ["--seq-len"]),
+    (["finetune", "/nonexistent/ckpt"], ["/nonexistent/ckpt"]),
+])
+def test_bad_input_is_one_clear_line(args, needles):
+    one_line_error(cli(*args), *needles)
+
+
+def test_dry_run_plans_both_objectives_on_the_same_budget():
+    plans = [json.loads(cli("pretrain", "--preset", "small", "--objective", o, "--budget", "25%", "--dry-run",
+                            "--json", check=True).stdout)["plan"] for o in ("mlm", "rtd")]
+    assert plans[0]["budget"] == plans[1]["budget"]
+    for p in plans:
+        assert p["planned_flops"] <= p["budget"] < p["planned_flops"] + p["flops_per_step"]
+    assert plans[1]["total_steps"] == pytest.approx(250_000, rel=0.01)  # 25% of ELECTRA-Small's 1M steps
