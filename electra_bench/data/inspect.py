@@ -1,0 +1,235 @@
+"""`electra-bench data inspect PATH`: what a corpus, a task directory or the embedded suite holds.
+
+`inspect_path(path)` returns a JSON-ready dict with stable snake_case keys (documented in
+docs/data.md); `render_inspect(info)` turns it into rich tables for humans.
+"""
+
+from __future__ import annotations
+
+import os
+from array import array
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import BenchError
+
+_MAX_LISTED_FILES = 50
+
+
+def inspect_path(path: str | os.PathLike | None, *, tokenizer=None) -> dict[str, Any]:
+    """Describe a corpus, a task source (GLUE dir, HF parquet dir, suite dir, hf:glue) or the suite.
+
+    `path` None or "suite" = the embedded suite. Corpus lengths are in whitespace words, or in
+    WordPiece tokens when a `tokenizer` is given.
+    """
+    from .suite import is_suite_dir, load_suite
+
+    if path is None or str(path) == "suite":
+        return _suite_info(load_suite(None), tokenizer)
+    s = str(path)
+    if s.startswith("hf:"):
+        if s[3:].split("/")[-1].lower() == "glue":
+            from .tasks import load_tasks
+
+            return _tasks_info(s, "hf_datasets", load_tasks(s))
+        return corpus_info(s, tokenizer)
+    p = Path(s).expanduser()
+    if p.is_dir():
+        if is_suite_dir(p):
+            return _suite_info(load_suite(p), tokenizer)
+        from . import glue
+
+        try:
+            layout, dirs = glue.detect_layout(p)
+        except BenchError:
+            return corpus_info(s, tokenizer)
+        names = [n for n in glue.GLUE_TASKS if n in dirs]
+        return _tasks_info(str(p), layout, glue.load_glue_dir(p, names))
+    return corpus_info(s, tokenizer)
+
+
+def stats(values, digits: int = 1) -> dict[str, float | int]:
+    """{"count", "mean", "p50", "p90", "p99", "max"} of a sequence of numbers (zeros when empty)."""
+    a = np.asarray(values, dtype=np.float64)
+    if a.size == 0:
+        return {"count": 0, "mean": 0.0, "p50": 0.0, "p90": 0.0, "p99": 0.0, "max": 0.0}
+    p50, p90, p99 = np.percentile(a, [50, 90, 99])
+    return {"count": int(a.size), "mean": round(float(a.mean()), digits), "p50": round(float(p50), digits),
+            "p90": round(float(p90), digits), "p99": round(float(p99), digits), "max": round(float(a.max()), digits)}
+
+
+def corpus_info(spec: str | os.PathLike, tokenizer=None, chunk_lines: int = 4096) -> dict[str, Any]:
+    """Stream a corpus once and count files, bytes, documents, sentences, tokens and length percentiles."""
+    from .corpus import compression_of, open_corpus
+
+    c = open_corpus(spec)
+    sent_len = array("I")
+    doc_tokens = array("Q")
+    doc_sents = array("I")
+    cur_tokens = cur_sents = 0
+    text_bytes = 0
+    pending: list[str] = []
+
+    def count(lines: list[str]) -> list[int]:
+        if tokenizer is None:
+            return [len(x.split()) for x in lines]
+        return [len(ids) for ids in tokenizer.encode_batch(lines)]
+
+    def close_doc():
+        nonlocal cur_tokens, cur_sents
+        if cur_sents:
+            doc_tokens.append(cur_tokens)
+            doc_sents.append(cur_sents)
+        cur_tokens = cur_sents = 0
+
+    def flush():
+        nonlocal cur_tokens, cur_sents
+        # pending holds lines and "" boundaries in order
+        lines = [x for x in pending if x]
+        counts = iter(count(lines))
+        for x in pending:
+            if x:
+                n = next(counts)
+                sent_len.append(n)
+                cur_tokens += n
+                cur_sents += 1
+            else:
+                close_doc()
+        pending.clear()
+
+    for line in c.lines():
+        pending.append(line)
+        if line:
+            text_bytes += len(line.encode("utf-8")) + 1
+        if len(pending) >= chunk_lines:
+            flush()
+    flush()
+    close_doc()
+    files = [str(f) for f in c.files]
+    return {
+        "kind": "corpus",
+        "path": str(spec),
+        "files": len(files),
+        "file_list": files[:_MAX_LISTED_FILES],
+        "compressed_files": sum(1 for f in c.files if compression_of(f)),
+        "bytes": c.total_bytes,
+        "text_bytes": text_bytes,
+        "documents": len(doc_tokens),
+        "sentences": len(sent_len),
+        "tokens": int(sum(doc_tokens)),
+        "token_unit": "wordpiece" if tokenizer is not None else "words",
+        "sentence_length": stats(sent_len),
+        "document_length": stats(doc_tokens),
+        "document_sentences": stats(doc_sents),
+    }
+
+
+def _task_info(td) -> dict[str, Any]:
+    spec = td.spec
+    splits = {}
+    for split, examples in td.splits.items():
+        lengths = [len(e.text_a.split()) + (len(e.text_b.split()) if e.text_b else 0) for e in examples]
+        labeled = [e.label for e in examples if e.label is not None]
+        info: dict[str, Any] = {"examples": len(examples), "labeled": len(labeled),
+                                "length_words": stats(lengths), "label_counts": None, "label_balance": None,
+                                "score": None}
+        if labeled and not spec.regression:
+            counts = {lab: 0 for lab in spec.labels}
+            for x in labeled:
+                counts[spec.labels[x]] += 1
+            info["label_counts"] = counts
+            info["label_balance"] = {k: round(v / len(labeled), 4) for k, v in counts.items()}
+        elif labeled:
+            a = np.asarray(labeled, dtype=np.float64)
+            info["score"] = {"mean": round(float(a.mean()), 3), "std": round(float(a.std()), 3),
+                             "min": round(float(a.min()), 3), "max": round(float(a.max()), 3)}
+        splits[split] = info
+    return {"name": spec.name, "text_fields": list(spec.text_fields),
+            "labels": list(spec.labels) if spec.labels is not None else None, "regression": spec.regression,
+            "metrics": list(spec.metrics), "primary": spec.primary, "eval_splits": list(spec.eval_splits),
+            "source": td.source, "splits": splits}
+
+
+def _tasks_info(path: str, layout: str, tasks) -> dict[str, Any]:
+    return {"kind": "tasks", "path": path, "layout": layout, "tasks": [_task_info(t) for t in tasks]}
+
+
+def _suite_info(suite, tokenizer) -> dict[str, Any]:
+    from .tasks import load_suite_tasks
+
+    return {"kind": "suite", "path": str(suite.path), "name": suite.name, "version": suite.version,
+            "corpus": corpus_info(str(suite.corpus), tokenizer),
+            "tasks": [_task_info(t) for t in load_suite_tasks(suite, None)]}
+
+
+# -- rendering ------------------------------------------------------------------------------------
+
+
+def render_inspect(info: dict[str, Any]):
+    """A rich renderable (tables) for `inspect_path`'s dict."""
+    from rich.console import Group
+
+    parts = []
+    if info["kind"] == "suite":
+        parts.append(f"[bold]suite[/bold] {info['name']} v{info['version']}  ({info['path']})")
+        parts.append(_corpus_table(info["corpus"]))
+        parts.append(_tasks_table(info["tasks"]))
+    elif info["kind"] == "corpus":
+        parts.append(_corpus_table(info))
+    else:
+        parts.append(f"[bold]tasks[/bold] ({info['layout']}) {info['path']}")
+        parts.append(_tasks_table(info["tasks"]))
+    return Group(*parts)
+
+
+def _corpus_table(c: dict):
+    from rich.table import Table
+
+    t = Table(title=f"corpus {c['path']}", show_header=True, header_style="bold")
+    t.add_column("quantity")
+    t.add_column("value", justify="right")
+    rows = [("files", f"{c['files']:,}" + (f" ({c['compressed_files']} compressed)" if c["compressed_files"] else "")),
+            ("bytes on disk", _bytes(c["bytes"])), ("text bytes", _bytes(c["text_bytes"])),
+            ("documents", f"{c['documents']:,}"), ("sentences (lines)", f"{c['sentences']:,}"),
+            (f"tokens ({c['token_unit']})", f"{c['tokens']:,}")]
+    for label, key in (("sentence length", "sentence_length"), ("document length", "document_length"),
+                       ("sentences / document", "document_sentences")):
+        s = c[key]
+        rows.append((f"{label} p50/p90/p99/max", f"{s['p50']:g} / {s['p90']:g} / {s['p99']:g} / {s['max']:g}"))
+    for r in rows:
+        t.add_row(*r)
+    return t
+
+
+def _tasks_table(tasks: list[dict]):
+    from rich.table import Table
+
+    t = Table(title="tasks", show_header=True, header_style="bold")
+    for col, just in (("task", "left"), ("split", "left"), ("examples", "right"), ("labels", "left"),
+                      ("words p50/p90/p99", "right"), ("metrics", "left")):
+        t.add_column(col, justify=just)
+    for task in tasks:
+        first = True
+        for split, s in task["splits"].items():
+            if s["label_balance"]:
+                labels = " ".join(f"{k}:{v:.0%}" for k, v in s["label_balance"].items())
+            elif s["score"]:
+                labels = f"score {s['score']['mean']:.2f}±{s['score']['std']:.2f}"
+            else:
+                labels = "unlabeled"
+            lw = s["length_words"]
+            t.add_row(task["name"] if first else "", split, f"{s['examples']:,}", labels,
+                      f"{lw['p50']:g} / {lw['p90']:g} / {lw['p99']:g}",
+                      ", ".join(task["metrics"]) if first else "")
+            first = False
+    return t
+
+
+def _bytes(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1024
+    return str(n)
