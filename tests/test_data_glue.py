@@ -390,3 +390,15 @@ def test_registry_is_the_papers_glue():
     assert PAPER_TASKS == ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte")
     assert GLUE_TASKS["stsb"].spec.primary == "spearman" and GLUE_TASKS["cola"].spec.primary == "mcc"
     assert all(GLUE_TASKS[n].spec.primary == "accuracy" for n in ("sst2", "mrpc", "qqp", "mnli", "qnli", "rte"))
+
+
+def test_embedded_suite_if_present():
+    if not (suite_mod.suite_dir() / "suite.json").is_file():
+        pytest.skip("the embedded suite is not built")
+    suite = suite_mod.load_suite()
+    tasks = load_tasks(None)
+    assert [t.spec.name for t in tasks] == [t.name for t in suite.tasks]
+    for t in tasks:
+        assert t.splits["train"] and t.splits["dev"] and t.spec.eval_splits == ("dev",)
+        assert all(e.label is not None for e in t.splits["dev"])
+    assert suite.corpus.is_file()

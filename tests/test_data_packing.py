@@ -14,7 +14,7 @@ from electra_bench.data import packing as packing_mod
 from electra_bench.data import suite as suite_mod
 from electra_bench.data import token_cache as tc_mod
 from electra_bench.data.corpus import open_corpus
-from electra_bench.data.packing import PackingConfig, PackedSequences, pack
+from electra_bench.data.packing import PackedSequences, PackingConfig, pack
 from electra_bench.data.pretraining import prepare_pretraining
 from electra_bench.data.token_cache import build_token_cache
 from electra_bench.data.tokenizer import Tokenizer

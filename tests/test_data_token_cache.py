@@ -130,3 +130,13 @@ def test_large_vocab_uses_uint32(tmp_path):
     cache = build_token_cache(str(tmp_path / "c.txt"), big, cache_dir=tmp_path / "cache", progress=False)
     assert cache.tokens.dtype == np.uint32 and cache.tokens.tolist() == [70005, 70004]
     assert tc_mod.token_dtype(big.vocab_size) == np.uint32
+
+
+def test_temp_files_of_a_killed_builder_are_cleaned(tmp_path, tok):
+    write_corpus(tmp_path / "c.txt")
+    a = build_token_cache(str(tmp_path / "c.txt"), tok, cache_dir=tmp_path / "cache", progress=False)
+    path = a.path
+    (path / "meta.json").unlink()
+    (path / ".tokens.bin.abc123.tmp").write_bytes(b"half")  # as if SIGKILLed mid-write
+    b = build_token_cache(str(tmp_path / "c.txt"), tok, cache_dir=tmp_path / "cache", progress=False)
+    assert not b.hit and not list(path.glob(".*.tmp"))

@@ -82,6 +82,14 @@ def entry_lock(entry: Path) -> Iterator[None]:
                 fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
+def remove_stale_temps(entry: Path) -> None:
+    """Delete temp files a killed builder left in `entry` (call only while holding its entry_lock)."""
+    if entry.is_dir():
+        for p in entry.glob(".*.tmp"):
+            with contextlib.suppress(OSError):
+                p.unlink()
+
+
 class HashMemo:
     """sha256 of files, memoised by (absolute path, size, mtime_ns, inode) in `<root>/file_hashes.json`.
 

@@ -37,8 +37,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..errors import BenchError
-from .tasks import (Example, TaskData, TaskSpec, TsvFile, convert_label, normalize_name, read_tsv_examples,
-                    select)
+from .tasks import Example, TaskData, TaskSpec, TsvFile, convert_label, normalize_name, read_tsv_examples, select
 
 ACC = ("accuracy",)
 

@@ -45,7 +45,7 @@ import torch
 from .. import atomic_io
 from ..errors import BenchError
 from ..special_tokens import SpecialIds
-from .cache import entry_lock, read_meta, short_key
+from .cache import entry_lock, read_meta, remove_stale_temps, short_key
 from .token_cache import TokenCache
 
 FORMAT = "electra-bench-packed"
@@ -349,6 +349,7 @@ def _build(entry: Path, cache: TokenCache, special: SpecialIds, config: PackingC
            progress: bool) -> None:
     entry.mkdir(parents=True, exist_ok=True)
     (entry / "meta.json").unlink(missing_ok=True)
+    remove_stale_temps(entry)  # left by a builder that was killed (SIGKILL/power loss)
     t0 = time.perf_counter()
     train_units, heldout_units = choose_heldout(cache, config, seed)
     dtype = cache.tokens.dtype

@@ -28,7 +28,7 @@ import numpy as np
 
 from .. import atomic_io
 from ..errors import BenchError
-from .cache import HashMemo, cache_root, entry_lock, read_meta, short_key
+from .cache import HashMemo, cache_root, entry_lock, read_meta, remove_stale_temps, short_key
 from .corpus import Corpus, open_corpus
 from .tokenizer import Tokenizer
 
@@ -153,6 +153,7 @@ def _build(entry: Path, corpus: Corpus, corpus_sha: str, tokenizer: Tokenizer, p
            chunk_bytes: int, on_chunk) -> None:
     entry.mkdir(parents=True, exist_ok=True)
     (entry / "meta.json").unlink(missing_ok=True)  # an old/incomplete entry is invalid from now on
+    remove_stale_temps(entry)  # left by a builder that was killed (SIGKILL/power loss)
     dtype = token_dtype(tokenizer.vocab_size)
     stats = {"n_tokens": 0, "n_sentences": 0, "n_documents": 0, "n_lines": 0, "dropped_empty_lines": 0,
              "dropped_empty_documents": 0, "text_chars": 0, "unk_tokens": 0}
@@ -232,8 +233,7 @@ def _build(entry: Path, corpus: Corpus, corpus_sha: str, tokenizer: Tokenizer, p
 def _progress_bar(enabled: bool, description: str, total: int):
     """(Progress, task id) — a rich bytes progress bar on stderr, or an inert one when disabled."""
     from rich.console import Console
-    from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn,
-                               TransferSpeedColumn)
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
     prog = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
                     TimeRemainingColumn(), console=Console(stderr=True), transient=True,
