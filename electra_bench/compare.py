@@ -24,7 +24,8 @@ from .training.trainer import TrainOptions, fraction_dir
 
 # The embedded CPU default (tuned on dev data, see docs/tuning.md) and its --quick variant for CI.
 CPU_DEFAULT = {"preset": "tiny", "budget": "1.5e13", "protocol": "probe", "seeds": 3}
-CPU_QUICK = {"preset": "tiny", "budget": "1.5e12", "protocol": "probe", "seeds": 2, "probe_examples": 1000}
+CPU_QUICK = {"preset": "tiny", "budget": "1e12", "protocol": "probe", "seeds": 2, "probe_pool": 1000,
+             "probe_examples": 800, "max_eval_examples": 1000}
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,9 @@ class CompareSpec:
     seeds: int = 3
     protocol: str = "probe"
     pretrain_seed: int = 0
-    probe_examples: int = 4000
+    probe_pool: int = 3000
+    probe_examples: int = 2000
+    max_eval_examples: int | None = None
     quick: bool = False
     device: str = field(default="auto", compare=False)
 
@@ -57,7 +60,9 @@ class CompareSpec:
             tasks=tuple(tasks) if tasks else None,
             seeds=seeds or base["seeds"],
             protocol=protocol or (base["protocol"] if not custom_preset else "finetune"),
-            probe_examples=base.get("probe_examples", 4000),
+            probe_pool=base.get("probe_pool", 3000),
+            probe_examples=base.get("probe_examples", 2000),
+            max_eval_examples=base.get("max_eval_examples"),
             quick=quick,
             device=device,
         )
@@ -100,8 +105,7 @@ def run_compare(spec: CompareSpec, root: str | Path, run_id: str | None, quiet: 
     from .evaluation import plots, provenance, report
     from .evaluation.results import open_run
     from .evaluation.summary import build_summary
-    from .finetune import Recipe
-    from .scoring import score_encoder
+    from .scoring import recipe_for, score_encoder
     from .training.distributed import resolve_device
 
     run_id = run_id or spec.run_id()
@@ -133,8 +137,9 @@ def run_compare(spec: CompareSpec, root: str | Path, run_id: str | None, quiet: 
             timings[f"pretrain_{objective}_s"] = time.perf_counter() - t
 
         device = resolve_device(spec.device)
-        recipe = Recipe(protocol=spec.protocol, lr=p.finetune_lr, layerwise_lr_decay=p.layerwise_lr_decay,
-                        probe_examples=spec.probe_examples)
+        recipe = recipe_for({"finetune_lr": p.finetune_lr, "layerwise_lr_decay": p.layerwise_lr_decay,
+                             "seq_len": p.seq_len}, spec.protocol, probe_pool=spec.probe_pool,
+                            probe_examples=spec.probe_examples, max_eval_examples=spec.max_eval_examples)
         t = time.perf_counter()
         torch.manual_seed(spec.pretrain_seed)  # the untrained point: exactly both objectives' initial encoder
         init_encoder = Encoder(p.encoder)

@@ -36,7 +36,9 @@ class Recipe:
     max_len: int = 128
     epochs: int = 3
     weight_decay: float = 0.01
-    probe_examples: int = 4000  # training examples the probe sees (sampled per seed)
+    probe_pool: int = 3000  # a fixed sample of the training split whose features are computed once
+    probe_examples: int = 2000  # drawn from the pool per seed: the probe's seed spread
+    max_eval_examples: int | None = None  # cap on dev examples (a fixed sample), for --quick
     fewshot_examples: int = 256
     max_train_examples: int | None = None  # cap for `finetune` on slow machines (None: all)
 
@@ -49,21 +51,17 @@ def _labels_array(examples, regression: bool) -> np.ndarray:
 
 
 def _sample(n: int, k: int | None, seed: int) -> np.ndarray:
+    """A sorted sample of k of n indices for this seed (seed -1: the seed-independent sample)."""
     idx = np.arange(n)
     if k is None or k >= n:
         return idx
-    return np.sort(np.random.default_rng([seed, 7]).choice(n, size=k, replace=False))
+    return np.sort(np.random.default_rng([seed + 1, 7]).choice(n, size=k, replace=False))
 
 
 def _encode(tokenizer, examples, max_len: int):
     from .data.encoding import encode_examples
 
     return encode_examples(tokenizer, examples, max_len)
-
-
-def _batches(tokenizer, examples, max_len: int, batch_size: int):
-    for i in range(0, len(examples), batch_size):
-        yield _encode(tokenizer, examples[i : i + batch_size], max_len)
 
 
 def _score(spec, preds: np.ndarray, labels: np.ndarray, split: str) -> dict[str, float]:
@@ -89,44 +87,64 @@ def _eval_splits(task):
 # ---- linear probe ----------------------------------------------------------------------------------
 
 
+def _by_length(examples) -> np.ndarray:
+    """Order that batches examples of similar length together (far less padding to compute)."""
+    return np.argsort([len(ex.text_a) + len(ex.text_b or "") for ex in examples], kind="stable")
+
+
 @torch.no_grad()
-def features(encoder: Encoder, tokenizer, examples, max_len: int, device, batch_size: int = 128) -> np.ndarray:
-    """Mean-pooled final hidden states over real tokens: (N, H)."""
+def features(encoder: Encoder, tokenizer, examples, max_len: int, device, batch_size: int = 256) -> np.ndarray:
+    """Mean-pooled final hidden states over real tokens: (N, H), in the examples' order."""
     encoder.eval()
-    out = []
-    for b in _batches(tokenizer, examples, max_len, batch_size):
+    out = np.zeros((len(examples), encoder.cfg.hidden_size), dtype=np.float32)
+    order = _by_length(examples)
+    for i in range(0, len(examples), batch_size):
+        sel = order[i : i + batch_size]
+        b = _encode(tokenizer, [examples[j] for j in sel], max_len)
         att = b["attention_mask"].to(device)
         h = encoder(b["input_ids"].to(device), b["segment_ids"].to(device), att)  # (B, T, H)
         m = att[..., None].float()
-        out.append(((h.float() * m).sum(1) / m.sum(1).clamp(min=1)).cpu().numpy())
-    return np.concatenate(out) if out else np.zeros((0, encoder.cfg.hidden_size))
+        out[sel] = ((h.float() * m).sum(1) / m.sum(1).clamp(min=1)).cpu().numpy()
+    return out
+
+
+def _features_for(cache: dict, key, encoder, tokenizer, examples, idx: np.ndarray, max_len: int, device):
+    """Features of examples[idx], computing only those no earlier seed needed."""
+    if key not in cache:
+        cache[key] = (np.zeros((len(examples), encoder.cfg.hidden_size), np.float32), np.zeros(len(examples), bool))
+    feats, done = cache[key]
+    missing = idx[~done[idx]]
+    if len(missing):
+        feats[missing] = features(encoder, tokenizer, [examples[j] for j in missing], max_len, device)
+        done[missing] = True
+    return feats[idx]
 
 
 def probe(encoder: Encoder, task, tokenizer, recipe: Recipe, seed: int, device, cache: dict | None = None) -> dict:
-    """Fit a linear model on frozen features; `cache` reuses features across seeds of one checkpoint."""
+    """Fit a linear model on frozen features of a seed-dependent training sample; `cache` keeps
+    features across seeds of one checkpoint."""
     from sklearn.linear_model import LogisticRegression, Ridge
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
     spec = task.spec
     cache = cache if cache is not None else {}
-    key = (spec.name, "train")
-    if key not in cache:
-        cache[key] = features(encoder, tokenizer, task.splits["train"], recipe.max_len, device)
-    X_all, y_all = cache[key], _labels_array(task.splits["train"], spec.regression)
-    idx = _sample(len(X_all), recipe.probe_examples, seed)
+    train = task.splits["train"]
+    pool = _sample(len(train), recipe.probe_pool, -1)  # seed-independent
+    idx = pool[_sample(len(pool), recipe.probe_examples, seed)]
+    X = _features_for(cache, (spec.name, "train"), encoder, tokenizer, train, idx, recipe.max_len, device)
+    y = _labels_array(train, spec.regression)[idx]
     if spec.regression:
         model = make_pipeline(StandardScaler(), Ridge(alpha=1.0))
     else:
         model = make_pipeline(StandardScaler(), LogisticRegression(C=1.0, max_iter=2000))
-    model.fit(X_all[idx], y_all[idx])
+    model.fit(X, y)
     results = {}
     for split in _eval_splits(task):
-        k = (spec.name, split)
-        if k not in cache:
-            cache[k] = features(encoder, tokenizer, task.splits[split], recipe.max_len, device)
-        preds = model.predict(cache[k])
-        results.update(_score(spec, preds, _labels_array(task.splits[split], spec.regression), split))
+        examples = task.splits[split]
+        ev = _sample(len(examples), recipe.max_eval_examples, -1)
+        Xd = _features_for(cache, (spec.name, split), encoder, tokenizer, examples, ev, recipe.max_len, device)
+        results.update(_score(spec, model.predict(Xd), _labels_array(examples, spec.regression)[ev], split))
     return results
 
 
@@ -192,11 +210,15 @@ def finetune(encoder_state: dict, encoder_cfg, task, tokenizer, recipe: Recipe, 
     results = {}
     with torch.no_grad():
         for split in _eval_splits(task):
-            preds = []
-            for b in _batches(tokenizer, task.splits[split], recipe.max_len, 128):
+            examples = task.splits[split]
+            order = _by_length(examples)
+            preds = np.zeros(len(examples), dtype=np.float64 if spec.regression else np.int64)
+            for i in range(0, len(examples), 128):
+                sel = order[i : i + 128]
+                b = _encode(tokenizer, [examples[j] for j in sel], recipe.max_len)
                 out = model(b["input_ids"].to(device), b["segment_ids"].to(device), b["attention_mask"].to(device))
-                preds.append(out.squeeze(-1).float().cpu().numpy() if spec.regression else out.argmax(-1).cpu().numpy())
-            results.update(_score(spec, np.concatenate(preds), _labels_array(task.splits[split], spec.regression), split))
+                preds[sel] = out.squeeze(-1).float().cpu().numpy() if spec.regression else out.argmax(-1).cpu().numpy()
+            results.update(_score(spec, preds, _labels_array(examples, spec.regression), split))
     return results
 
 

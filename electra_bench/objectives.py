@@ -153,9 +153,10 @@ class ReplacedTokenDetection(nn.Module):
         gen_loss, gen_acc = _weighted_mlm(gen_logits, labels, weights)
 
         with torch.no_grad():  # gumbel-max sample at temperature 1
-            u = torch.rand(gen_logits.shape, generator=rng, device=ids.device, dtype=torch.float32)
-            gumbel = -torch.log(-torch.log(u + 1e-9) + 1e-9)
-            sampled = (gen_logits.detach().float() + gumbel).argmax(-1)  # (B, P)
+            # gumbel noise -log(-log(u + eps) + eps), in place: (B, P, V) is the largest tensor of the step
+            g = torch.rand(gen_logits.shape, generator=rng, device=ids.device, dtype=torch.float32)
+            g.add_(1e-9).log_().neg_().add_(1e-9).log_().neg_()
+            sampled = g.add_(gen_logits.detach().float()).argmax(-1)  # (B, P)
             sampled = torch.where(weights > 0, sampled, labels)
             disc_in = ids.scatter(1, positions, sampled)  # (B, T)
             replaced = (disc_in != ids).float()  # (B, T); a correct sample counts as original

@@ -13,7 +13,9 @@ from .training import checkpoint
 
 
 def recipe_for(meta: dict, protocol: str, **overrides) -> Recipe:
-    """The paper's recipe with the checkpoint's preset lr / layer-wise decay."""
+    """The paper's recipe with the checkpoint's preset lr / layer-wise decay; inputs no longer than the
+    pre-training sequences (positions beyond them were never trained)."""
+    overrides.setdefault("max_len", min(128, meta.get("seq_len", 128)))
     return Recipe(protocol=protocol, lr=meta.get("finetune_lr", 3e-4),
                   layerwise_lr_decay=meta.get("layerwise_lr_decay", 0.8), **overrides)
 
