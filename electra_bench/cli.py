@@ -16,8 +16,9 @@ from rich.console import Console
 from . import presets as presets_mod
 from .errors import BenchError
 
-out = Console()
-err = Console(stderr=True)
+# Piped output (CI logs, files) gets a wide fixed width instead of rich's 80-column default.
+out = Console(width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 
 def _emit_json(obj) -> None:
@@ -89,7 +90,7 @@ def flops(preset, objective, convention, overrides, as_json):
     from .flops import inference_flops, step_flops
     from .views import key_value_table
 
-    p = presets_mod.resolve(preset, overrides)
+    p = presets_mod.resolve(preset, overrides).for_objective(objective)
     sf = step_flops(p, objective, convention)
     steps = p.steps[objective]
     result = {

@@ -23,7 +23,7 @@ from .training import checkpoint
 from .training.trainer import TrainOptions, fraction_dir
 
 # The embedded CPU default (tuned on dev data, see docs/tuning.md) and its --quick variant for CI.
-CPU_DEFAULT = {"preset": "tiny", "budget": "1.5e13", "protocol": "probe", "seeds": 3}
+CPU_DEFAULT = {"preset": "tiny", "budget": "6e12", "protocol": "probe", "seeds": 3}
 CPU_QUICK = {"preset": "tiny", "budget": "1e12", "protocol": "probe", "seeds": 2, "probe_pool": 1000,
              "probe_examples": 800, "max_eval_examples": 1000}
 

@@ -17,7 +17,8 @@ from .training.trainer import TrainOptions, pretrain
 
 def reference_flops(preset: Preset, convention: str) -> float:
     """What '100%' means: the paper's full ELECTRA schedule for this preset, in this convention."""
-    return preset.steps["rtd"] * step_flops(preset, "rtd", convention).flops_per_step
+    rtd = preset.for_objective("rtd")
+    return rtd.steps["rtd"] * step_flops(rtd, "rtd", convention).flops_per_step
 
 
 def resolve_budget(preset: Preset, budget: str | float, convention: str) -> float:
@@ -26,6 +27,7 @@ def resolve_budget(preset: Preset, budget: str | float, convention: str) -> floa
 
 
 def plan(preset: Preset, objective: str, budget: float, convention: str) -> Plan:
+    preset = preset.for_objective(objective)
     sf = step_flops(preset, objective, convention)
     return make_plan(
         objective, convention, budget, sf.flops_per_step, preset.checkpoint_fractions,
@@ -61,6 +63,6 @@ def data_hashes(data) -> dict:
 
 def run(preset: Preset, the_plan: Plan, data, out_dir: str | Path, opts: TrainOptions) -> dict:
     return pretrain(
-        preset, the_plan, data.train, data.heldout, data.tokenizer.special, out_dir, opts,
+        preset.for_objective(the_plan.objective), the_plan, data.train, data.heldout, data.tokenizer.special, out_dir, opts,
         run_info={"data": data_hashes(data)}, tokenizer=data.tokenizer,
     )

@@ -14,8 +14,8 @@ from .special_tokens import DEFAULT
 def parameter_counts(p: presets.Preset) -> dict[str, int]:
     """Built on the meta device: no memory, no time, exact counts."""
     with torch.device("meta"):
-        mlm = objectives.build("mlm", p, DEFAULT)
-        rtd = objectives.build("rtd", p, DEFAULT)
+        mlm = objectives.build("mlm", p.for_objective("mlm"), DEFAULT)
+        rtd = objectives.build("rtd", p.for_objective("rtd"), DEFAULT)
     return {
         "encoder": count_parameters(mlm.backbone()),
         "mlm_total": count_parameters(mlm),
@@ -28,18 +28,20 @@ def preset_rows(names: list[str], convention: str) -> list[dict]:
     rows = []
     for name in names:
         p = presets.get(name)
-        e, g = p.encoder, p.generator
+        e = p.encoder
         row = {
             "name": name,
             "source": p.source,
             "description": p.description,
             "layers": e.num_layers, "hidden": e.hidden_size, "heads": e.num_heads, "ffn": e.ffn_size,
-            "embedding": e.embedding_size, "vocab": e.vocab_size, "generator_hidden": g.hidden_size,
+            "embedding": e.embedding_size, "vocab": e.vocab_size,
+            "generator_hidden": p.for_objective("rtd").generator.hidden_size,
             "seq_len": p.seq_len, "batch_size": p.batch_size, "lr": p.lr, "mask_prob": p.mask_prob,
             "steps": dict(p.steps),
             "params": parameter_counts(p),
             "convention": convention,
-            "flops_per_step": {o: step_flops(p, o, convention).flops_per_step for o in presets.OBJECTIVES},
+            "flops_per_step": {o: step_flops(p.for_objective(o), o, convention).flops_per_step
+                               for o in presets.OBJECTIVES},
         }
         row["train_flops"] = {o: row["flops_per_step"][o] * p.steps[o] for o in presets.OBJECTIVES}
         rows.append(row)

@@ -126,7 +126,7 @@ def plot_scores(summary: Mapping[str, Any], out_dir: Path, *, protocol: str | No
     ax.set_xlabel(f"pre-training FLOPs ({conv} convention, log scale)")
     n = max((p["score"]["n_seeds"] for p in block["points"]), default=0)
     agg = AGGREGATE_NAMES.get(summary["suite"]["aggregate"], summary["suite"]["aggregate"])
-    ax.set_ylabel(f"{agg}, 0-100\n(median of {n} fine-tuning seeds)")
+    ax.set_ylabel(f"{agg}, 0-100\n(median of {n} evaluation seeds)")
     ax.legend(fontsize=7, loc="best")
     return save(fig, out_dir, "score_vs_flops", formats)
 

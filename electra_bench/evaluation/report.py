@@ -156,7 +156,7 @@ def _notes(summaries: list[dict], protocol: str | None, with_run: bool) -> list[
     s0 = summaries[0]
     lines.append(
         f"Score: {s0['suite']['name']} ({s0['suite']['description']}), {protocol or s0['main_protocol']} protocol, "
-        f"0-100; median over fine-tuning seeds ± half the seed range; train FLOPs in the "
+        f"0-100; median over evaluation seeds ± half the seed range; train FLOPs in the "
         f"{s0['flop_convention']} convention."
     )
     return lines

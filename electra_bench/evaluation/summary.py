@@ -42,7 +42,7 @@ TRAINED = ("mlm", "rtd")
 LABELS = {"mlm": "MLM", "rtd": "RTD", "init": "untrained"}
 
 VERDICT_TOO_SMALL = "budget too small to separate the objectives"
-VERDICT_NO_SEEDS = "not enough fine-tuning seeds to judge noise (need >= 2 per point)"
+VERDICT_NO_SEEDS = "not enough evaluation seeds to judge noise (need >= 2 per point)"
 
 
 def fmt_flops(x: float | None) -> str:
@@ -229,6 +229,10 @@ def _reach(points: list[dict], who: str, reference: str, convention: str) -> dic
         out["text"] = f"{W} reaches {R}'s final score ({target:.1f}) at {fmt_flops(flops)} FLOPs"
     if bound == "at_most":
         out["text"] += f"; already at its first checkpoint, so the true share may be lower"
+    if flops is not None and flops <= 0:
+        # 0% would read as "RTD is infinitely efficient"; it means no pre-training was needed at all
+        out["text"] = (f"The untrained encoder already reaches {R}'s final score ({target:.1f}): "
+                       f"{R}'s pre-training did not improve on it")
     return out
 
 

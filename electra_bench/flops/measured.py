@@ -130,7 +130,9 @@ _ELEMENTWISE_IN = """
 
 def op_handles() -> dict[str, Handle]:
     """Handles added to (or replacing) fvcore's defaults, by aten op name."""
-    handles: dict[str, Handle] = {"aten::" + op: _elementwise() for op in _ELEMENTWISE_OUT}
+    # in-place variants (log_, neg_, ...) cost what their out-of-place forms cost
+    inplace = [op + "_" for op in _ELEMENTWISE_OUT if not op.endswith("_")]
+    handles: dict[str, Handle] = {"aten::" + op: _elementwise() for op in _ELEMENTWISE_OUT + inplace}
     handles.update({"aten::" + op: _elementwise(of="input") for op in _ELEMENTWISE_IN})
     handles["aten::linear"] = _linear
     handles["aten::scaled_dot_product_attention"] = _sdpa
