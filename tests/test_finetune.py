@@ -1,0 +1,89 @@
+"""Fine-tuning and probing: the recipe's mechanics and that both actually learn an easy task."""
+
+import dataclasses
+import random
+
+import pytest
+import torch
+
+from electra_bench.data.tasks import Example, TaskData, TaskSpec
+from electra_bench.data.tokenizer import Tokenizer
+from electra_bench.finetune import Recipe, evaluate, layerwise_param_groups
+from electra_bench.model import Encoder, EncoderConfig, SequenceClassifier
+
+WORDS = "the a film story plot actor scene music ending very quite rather was is felt looked".split()
+
+
+def _keyword_task(n_train=384, n_dev=128, seed=0, regression=False):
+    """Chance is 50. Label 1 when the sentence contains 'good', 0 when it contains 'bad' (real-text free, learnable)."""
+    rng = random.Random(seed)
+
+    def make(n):
+        out = []
+        for _ in range(n):
+            y = rng.randint(0, 1)
+            words = rng.choices(WORDS, k=8)
+            words.insert(rng.randint(0, 8), "good" if y else "bad")
+            out.append(Example(" ".join(words), None, float(y) * 5 if regression else y))
+        return out
+
+    spec = TaskSpec(name="keyword", text_fields=("sentence",), labels=None if regression else ("0", "1"),
+                    regression=regression, metrics=("spearman",) if regression else ("accuracy",),
+                    primary="spearman" if regression else "accuracy")
+    return TaskData(spec=spec, splits={"train": make(n_train), "dev": make(n_dev)}, source="test")
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    texts = [" ".join(random.Random(i).choices(WORDS + ["good", "bad"], k=12)) for i in range(300)]
+    return Tokenizer.train(iter(texts), vocab_size=120)
+
+
+def _encoder(vocab):
+    torch.manual_seed(0)
+    return Encoder(EncoderConfig(vocab_size=vocab, embedding_size=32, hidden_size=32, num_layers=2, num_heads=2,
+                                 ffn_size=64, max_positions=32))
+
+
+@pytest.mark.parametrize("protocol,floor", [("finetune", 75.0), ("probe", 75.0)])
+def test_protocols_learn_an_easy_task(tokenizer, protocol, floor):
+    task = _keyword_task()
+    recipe = Recipe(protocol=protocol, lr=3e-3, max_len=16, epochs=4, probe_pool=384, probe_examples=300)
+    metrics = evaluate(_encoder(tokenizer.vocab_size), task, tokenizer, recipe, seed=0, device=torch.device("cpu"))
+    assert metrics["accuracy"] > floor, metrics
+
+
+def test_regression_finetuning_correlates(tokenizer):
+    task = _keyword_task(regression=True)
+    recipe = Recipe(protocol="finetune", lr=3e-3, max_len=16, epochs=4)
+    metrics = evaluate(_encoder(tokenizer.vocab_size), task, tokenizer, recipe, seed=0, device=torch.device("cpu"))
+    assert metrics["spearman"] > 60, metrics
+
+
+def test_fewshot_uses_only_k_examples_and_seeds_differ(tokenizer):
+    task = _keyword_task()
+    recipe = Recipe(protocol="fewshot", lr=3e-3, max_len=16, epochs=1, fewshot_examples=8)
+    a = evaluate(_encoder(tokenizer.vocab_size), task, tokenizer, recipe, seed=0, device=torch.device("cpu"))
+    b = evaluate(_encoder(tokenizer.vocab_size), task, tokenizer, recipe, seed=0, device=torch.device("cpu"))
+    c = evaluate(_encoder(tokenizer.vocab_size), task, tokenizer, recipe, seed=1, device=torch.device("cpu"))
+    assert a == b  # same seed, same numbers
+    assert 0 <= a["accuracy"] <= 100 and 0 <= c["accuracy"] <= 100
+
+
+def test_layerwise_lr_decay_matches_electra():
+    enc = Encoder(EncoderConfig(vocab_size=50, embedding_size=16, hidden_size=32, num_layers=3, num_heads=2,
+                                ffn_size=64, max_positions=16))
+    model = SequenceClassifier(enc, 2)
+    groups = layerwise_param_groups(model, lr=1.0, decay=0.5, weight_decay=0.01)
+    lr_of = {}
+    for g in groups:
+        for p in g["params"]:
+            lr_of[id(p)] = g["lr"]
+    L = 3
+    assert lr_of[id(enc.embeddings.word.weight)] == pytest.approx(0.5 ** (L + 2))
+    assert lr_of[id(enc.embed_proj.weight)] == pytest.approx(0.5 ** (L + 2))
+    for i, layer in enumerate(enc.layers):
+        assert lr_of[id(layer.ffn_in.weight)] == pytest.approx(0.5 ** (L + 1 - i))
+    assert lr_of[id(model.classifier.weight)] == 1.0
+    no_decay = [g for g in groups if g["weight_decay"] == 0.0]
+    assert any(any(p is enc.layers[0].attn_norm.weight for p in g["params"]) for g in no_decay)
