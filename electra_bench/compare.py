@@ -125,9 +125,7 @@ def run_compare(spec: CompareSpec, root: str | Path, run_id: str | None, quiet: 
             extra={"preset": p.to_dict(), "params": _params(p), "suite": _suite_name(spec, tasks), "budget_flops": budget, "plans": {o: pl.to_dict() for o, pl in plans.items()},
                    "tasks": [t.spec.name for t in tasks], "task_source": tasks[0].source if tasks else None},
         )
-        from .atomic_io import write_json
-
-        write_json(run.path / "provenance.json", provenance_info)
+        run.write_provenance(provenance_info)
         timings["prepare_s"] = time.perf_counter() - t0
 
         opts = TrainOptions(seed=spec.pretrain_seed, device=spec.device, quiet=quiet)

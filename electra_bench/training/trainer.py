@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -256,8 +257,6 @@ def pretrain(
     }
     if d.is_main:
         atomic_io.write_json(out / "done.json", summary)
-        import shutil
-
         shutil.rmtree(out / "state", ignore_errors=True)  # the run is complete; checkpoints hold what is kept
     distributed.barrier(d)
     return summary
