@@ -48,6 +48,9 @@ def override_options(fn):
         click.option("--lr", type=float, help="Peak learning rate."),
         click.option("--mask-prob", type=float, help="Fraction of positions masked."),
         click.option("--vocab-size", type=int, help="Vocabulary size (of a tokenizer trained on the corpus)."),
+        click.option("--temperature", "rtd_temperature", type=float,
+                     help="RTD: sample the generator from softmax(logits / T) (official `temperature`; 1 = standard)."),
+        click.option("--dropout", type=float, help="Dropout in the encoder during pre-training."),
     ]
     for o in reversed(opts):
         fn = o(fn)
@@ -56,7 +59,7 @@ def override_options(fn):
     def wrapper(**kw):
         ov = presets_mod.Overrides(**{k: kw.pop(k) for k in
                                       ("steps", "batch_size", "seq_len", "generator_size", "lr", "mask_prob",
-                                       "vocab_size")})
+                                       "vocab_size", "rtd_temperature", "dropout")})
         return fn(overrides=ov, **kw)
 
     return wrapper

@@ -102,7 +102,11 @@ class Encoder(nn.Module):
         E = self.embeddings.word.embedding_dim
         self.embed_proj = nn.Linear(E, cfg.hidden_size) if E != cfg.hidden_size else None
         self.layers = nn.ModuleList(Block(cfg) for _ in range(cfg.num_layers))
-        self.apply(init_weights)
+        # Shared embeddings were initialised by their owner: re-initialising them here would draw new
+        # values, and RTD's discriminator would no longer start from the encoder MLM starts from.
+        for name, module in self.named_modules():
+            if embeddings is None or not (name == "embeddings" or name.startswith("embeddings.")):
+                init_weights(module)
 
     def forward(
         self, input_ids: torch.Tensor, segment_ids: torch.Tensor, attention_mask: torch.Tensor

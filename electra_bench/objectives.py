@@ -8,7 +8,9 @@ that is what makes kill-and-resume exact.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import math
 
 import torch
 import torch.nn.functional as F
@@ -24,6 +26,10 @@ Batch = dict[str, torch.Tensor]
 class ObjectiveResult:
     loss: torch.Tensor  # scalar, what is back-propagated
     metrics: dict[str, torch.Tensor]  # detached scalars: losses and accuracies by name
+    # detached per-position tensors the learning diagnostics need (training/diagnostics.py):
+    # mlm_logits (B, P, V), mlm_labels (B, P), mlm_weights (B, P); RTD adds disc_logits (B, T),
+    # replaced (B, T), token_mask (B, T)
+    extras: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
 def choose_positions(
@@ -35,7 +41,8 @@ def choose_positions(
     rng: torch.Generator | None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Pick round(mask_prob x real tokens) positions per sequence, uniformly without replacement,
-    never [CLS]/[SEP]/[PAD] (the official ELECTRA `mask()` and BERT's create_pretraining_data).
+    never [CLS]/[SEP]/[PAD]. As the official ELECTRA `mask()`, the count is over all real tokens,
+    [CLS]/[SEP] included, though those are never picked.
 
     Returns positions (B, P) and weights (B, P): P = max_predictions is fixed so the step's compute,
     and so its FLOPs, never depends on the draw; rows with fewer picks have weight 0 on the tail.
@@ -47,9 +54,9 @@ def choose_positions(
     scores = scores.masked_fill(~candidates, -1.0)
     P = min(max_predictions, T)
     positions = scores.topk(P, dim=1).indices  # (B, P), in random order
-    n_real = candidates.sum(1)
+    n_real = attention_mask.bool().sum(1)
     n_pick = torch.clamp(torch.round(n_real.float() * mask_prob), min=1).long().clamp(max=P)
-    n_pick = torch.minimum(n_pick, n_real)
+    n_pick = torch.minimum(n_pick, candidates.sum(1))
     weights = (torch.arange(P, device=input_ids.device)[None] < n_pick[:, None]).float()  # (B, P)
     return positions, weights
 
@@ -106,7 +113,14 @@ class MaskedLM(nn.Module):
         hidden = self.encoder(corrupted, seg, att)  # (B, T, H)
         logits = self.head(hidden, positions)  # (B, P, V)
         loss, acc = _weighted_mlm(logits, labels, weights)
-        return ObjectiveResult(loss, {"mlm_loss": loss.detach(), "mlm_acc": acc.detach()})
+        extras = {"mlm_logits": logits.detach(), "mlm_labels": labels, "mlm_weights": weights}
+        return ObjectiveResult(loss, {"mlm_loss": loss.detach(), "mlm_acc": acc.detach()}, extras)
+
+    @torch.no_grad()
+    def init_output_priors(self, unigram_log_probs: torch.Tensor) -> None:
+        """Start the output layer at the unigram distribution (bias = log p(token)), so the first
+        steps are not spent learning token frequencies (our small-budget adaptation; docs/tuning.md)."""
+        self.head.bias.copy_(unigram_log_probs)
 
 
 class ReplacedTokenDetection(nn.Module):
@@ -116,6 +130,9 @@ class ReplacedTokenDetection(nn.Module):
     sharing the embeddings) predicts them; replacements are sampled from its softmax (temperature 1,
     gumbel-max, no gradient through the sample); the discriminator labels every real token replaced or
     original (a sample equal to the original counts as original). loss = MLM(gen) + disc_weight x BCE(disc).
+
+    The official code's knobs: `temperature` (sampling from softmax(logits / temperature)) and
+    `disallow_correct` (the sample is never the original token, so every masked position is replaced).
     """
 
     name = "rtd"
@@ -128,10 +145,12 @@ class ReplacedTokenDetection(nn.Module):
         mask_prob: float,
         max_predictions: int,
         disc_weight: float = 50.0,
+        temperature: float = 1.0,
+        disallow_correct: bool = False,
     ):
         super().__init__()
         self.special, self.mask_prob, self.max_predictions = special, mask_prob, max_predictions
-        self.disc_weight = disc_weight
+        self.disc_weight, self.temperature, self.disallow_correct = disc_weight, temperature, disallow_correct
         self.discriminator = Encoder(disc_cfg)
         self.generator = Encoder(gen_cfg, embeddings=self.discriminator.embeddings)  # shared embeddings
         self.gen_head = MaskedLMHead(gen_cfg, self.discriminator.embeddings.word)
@@ -152,12 +171,9 @@ class ReplacedTokenDetection(nn.Module):
         gen_logits = self.gen_head(gen_hidden, positions)  # (B, P, V)
         gen_loss, gen_acc = _weighted_mlm(gen_logits, labels, weights)
 
-        with torch.no_grad():  # gumbel-max sample at temperature 1
-            # gumbel noise -log(-log(u + eps) + eps), in place: (B, P, V) is the largest tensor of the step
-            g = torch.rand(gen_logits.shape, generator=rng, device=ids.device, dtype=torch.float32)
-            g.add_(1e-9).log_().neg_().add_(1e-9).log_().neg_()
-            sampled = g.add_(gen_logits.detach().float()).argmax(-1)  # (B, P)
-            sampled = torch.where(weights > 0, sampled, labels)
+        with torch.no_grad():
+            sampled = sample_replacements(gen_logits.detach(), labels, self.temperature, self.disallow_correct, rng)
+            sampled = torch.where(weights > 0, sampled, labels)  # (B, P)
             disc_in = ids.scatter(1, positions, sampled)  # (B, T)
             replaced = (disc_in != ids).float()  # (B, T); a correct sample counts as original
 
@@ -175,6 +191,8 @@ class ReplacedTokenDetection(nn.Module):
             n_rep = (replaced * tok_w).sum()
             disc_recall = (pred * replaced * tok_w).sum() / n_rep.clamp(min=1.0)
             replaced_frac = n_rep / n_tok
+        extras = {"mlm_logits": gen_logits.detach(), "mlm_labels": labels, "mlm_weights": weights,
+                  "disc_logits": disc_logits.detach(), "replaced": replaced, "token_mask": tok_w}
         return ObjectiveResult(
             loss,
             {
@@ -185,7 +203,31 @@ class ReplacedTokenDetection(nn.Module):
                 "disc_recall": disc_recall,
                 "replaced_frac": replaced_frac,
             },
+            extras,
         )
+
+    @torch.no_grad()
+    def init_output_priors(self, unigram_log_probs: torch.Tensor) -> None:
+        """The generator's output starts at the unigram distribution and the discriminator at the
+        expected replaced rate (bias = logit(mask_prob), output weights zero): a small-budget adaptation
+        that skips learning what a constant already knows (docs/tuning.md)."""
+        self.gen_head.bias.copy_(unigram_log_probs)
+        p = min(max(self.mask_prob, 1e-3), 1 - 1e-3)
+        self.disc_head.out.weight.zero_()
+        self.disc_head.out.bias.fill_(math.log(p / (1 - p)))
+
+
+def sample_replacements(logits: torch.Tensor, originals: torch.Tensor, temperature: float,
+                        disallow_correct: bool, rng: torch.Generator | None) -> torch.Tensor:
+    """Gumbel-max samples from softmax(logits / temperature): (B, P, V) -> (B, P). `disallow_correct`
+    removes the original token from the choice (the official code's option); temperature 0 is argmax."""
+    scaled = logits.float() / temperature if temperature > 0 else logits.float() * 1e6
+    if disallow_correct:
+        scaled = scaled.scatter(-1, originals[..., None], float("-inf"))
+    # gumbel noise -log(-log(u + eps) + eps), in place: (B, P, V) is the largest tensor of the step
+    g = torch.rand(scaled.shape, generator=rng, device=logits.device, dtype=torch.float32)
+    g.add_(1e-9).log_().neg_().add_(1e-9).log_().neg_()
+    return g.add_(scaled).argmax(-1)
 
 
 def build(objective: str, preset, special: SpecialIds) -> MaskedLM | ReplacedTokenDetection:
@@ -194,7 +236,8 @@ def build(objective: str, preset, special: SpecialIds) -> MaskedLM | ReplacedTok
         return MaskedLM(preset.encoder, special, preset.mask_prob, preset.max_predictions)
     if objective == "rtd":
         return ReplacedTokenDetection(
-            preset.encoder, preset.generator, special, preset.mask_prob, preset.max_predictions, preset.disc_weight
+            preset.encoder, preset.generator, special, preset.mask_prob, preset.max_predictions, preset.disc_weight,
+            preset.rtd_temperature, preset.disallow_correct,
         )
     from .errors import BenchError
 

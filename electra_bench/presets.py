@@ -29,6 +29,11 @@ class Preset:
     warmup_fraction: float  # of the budget; the paper warms up 10,000 steps
     mask_prob: float = 0.15
     disc_weight: float = 50.0  # ELECTRA's lambda
+    rtd_temperature: float = 1.0  # the generator is sampled from softmax(logits / T) (official `temperature`)
+    disallow_correct: bool = False  # the official option: a sample never equals the original token
+    # Ours, for tiny budgets: output layers start at what a constant predictor knows (MLM/generator
+    # bias = log unigram frequency; discriminator at the replaced rate). Off for the paper's presets.
+    output_prior_init: bool = False
     weight_decay: float = 0.01
     adam_eps: float = 1e-6
     adam_betas: tuple[float, float] = (0.9, 0.999)
@@ -145,26 +150,28 @@ def large() -> Preset:
 
 @register
 def tiny() -> Preset:
-    """Ours: the embedded CPU default. Architecture fixed a priori; lr, batch size and each objective's
-    own knob (MLM masking rate, RTD generator size) tuned separately per objective on the embedded
-    suite's dev splits with the same search space and effort (docs/tuning.md, scripts/tune_cpu_default.py)."""
+    """Ours: the embedded CPU default. Architecture (2 layers, hidden 128, seq 64) fixed a priori; the
+    rest chosen by measured learning diagnostics and dev scores, with equal effort per objective
+    (docs/tuning.md): a 2,048-token vocabulary, dropout off, peak lr 2e-3, output layers started at the
+    unigram prior. MLM masks 25%; RTD keeps the official 15% and generator 1/4."""
     return Preset(
         name="tiny",
-        description="ours, for a 2-core CPU: the embedded default (tuned per objective, docs/tuning.md)",
+        description="ours, for a 2-core CPU: the embedded default (chosen by learning diagnostics, docs/tuning.md)",
         encoder=EncoderConfig(
-            vocab_size=4096, embedding_size=128, hidden_size=128, num_layers=2, num_heads=2, ffn_size=512,
-            max_positions=128,
+            vocab_size=2048, embedding_size=128, hidden_size=128, num_layers=2, num_heads=2, ffn_size=512,
+            max_positions=128, dropout=0.0,
         ),
         generator_size=1 / 4,
         seq_len=64,
         batch_size=32,
-        lr=1e-3,
+        lr=2e-3,
         steps={"rtd": 20_000, "mlm": 20_000},
         warmup_fraction=0.05,
         finetune_lr=3e-4,
         layerwise_lr_decay=0.8,
         source="ours",
-        objective_overrides={"mlm": {"mask_prob": 0.25}, "rtd": {"generator_size": 0.5}},
+        output_prior_init=True,
+        objective_overrides={"mlm": {"mask_prob": 0.25}},
     )
 
 
@@ -200,6 +207,8 @@ class Overrides:
     lr: float | None = None
     mask_prob: float | None = None
     vocab_size: int | None = None
+    rtd_temperature: float | None = None
+    dropout: float | None = None
     extra: dict = field(default_factory=dict)
 
 
@@ -215,17 +224,23 @@ def resolve(name: str, ov: Overrides | None = None) -> Preset:
     for label, value in [("--lr", ov.lr), ("--generator-size", ov.generator_size)]:
         if value is not None and not value > 0:
             raise BenchError(f"{label} must be positive, got {value}")
+    if ov.rtd_temperature is not None and not ov.rtd_temperature >= 0:
+        raise BenchError(f"--temperature must be >= 0, got {ov.rtd_temperature}")
+    if ov.dropout is not None and not 0 <= ov.dropout < 1:
+        raise BenchError(f"--dropout must be in [0, 1), got {ov.dropout}")
     if ov.mask_prob is not None and not 0 < ov.mask_prob < 1:
         raise BenchError(f"--mask-prob must be between 0 and 1, got {ov.mask_prob}")
     enc = p.encoder
     if ov.vocab_size is not None:
         enc = dataclasses.replace(enc, vocab_size=ov.vocab_size)
+    if ov.dropout is not None:
+        enc = dataclasses.replace(enc, dropout=ov.dropout)
     if ov.seq_len is not None and ov.seq_len > enc.max_positions:
         enc = dataclasses.replace(enc, max_positions=ov.seq_len)
     changes: dict = {"encoder": enc}
     if ov.steps is not None:
         changes["steps"] = {o: ov.steps for o in OBJECTIVES}
-    for attr in ("batch_size", "seq_len", "generator_size", "lr", "mask_prob"):
+    for attr in ("batch_size", "seq_len", "generator_size", "lr", "mask_prob", "rtd_temperature"):
         if getattr(ov, attr) is not None:
             changes[attr] = getattr(ov, attr)
     changes.update(ov.extra)

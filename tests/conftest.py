@@ -21,6 +21,9 @@ class SyntheticSequences:
     def __len__(self):
         return len(self.ids)
 
+    def token_counts(self, vocab_size):
+        return np.bincount(self.ids.ravel(), minlength=vocab_size)[:vocab_size]
+
     def batch(self, idx):
         x = torch.from_numpy(self.ids[idx])
         return {"input_ids": x, "segment_ids": torch.zeros_like(x), "attention_mask": torch.ones_like(x)}

@@ -35,7 +35,7 @@ def _final_weights(path):
 
 
 def _losses(path):
-    return [(r["step"], r["loss"], r.get("heldout_loss")) for r in map(json.loads, open(path / "log.jsonl"))]
+    return [(r["step"], r.get("loss"), r.get("diag/mlm_loss")) for r in map(json.loads, open(path / "log.jsonl"))]
 
 
 @pytest.mark.parametrize("objective", ["mlm", "rtd"])
@@ -47,7 +47,7 @@ def test_budget_checkpoints_and_flops(tmp_path, synthetic, objective):
         assert meta["step"] == expected_step and meta["train_flops"] == expected_step * 1e9
     assert not (tmp_path / "state").exists()  # nothing resumable is left behind a finished run
     rows = list(map(json.loads, open(tmp_path / "log.jsonl")))
-    assert rows[-1]["step"] == 32 and "heldout_loss" in rows[-1]
+    assert rows[-1]["step"] == 32 and "diag/mlm_gain_nats" in rows[-1]
     assert max(r["flops"] for r in rows) <= s["budget"]
 
 

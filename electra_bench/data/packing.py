@@ -104,6 +104,15 @@ class PackedSequences:
     def __len__(self) -> int:
         return self.n
 
+    def token_counts(self, vocab_size: int, chunk: int = 4096) -> np.ndarray:
+        """How often each token id occurs in the real (unpadded) positions: the unigram baseline's counts."""
+        counts = np.zeros(vocab_size, dtype=np.int64)
+        for start in range(0, self.n, chunk):
+            ids = np.asarray(self._ids[start : start + chunk], dtype=np.int64)
+            real = self._pos < np.asarray(self._lengths[start : start + chunk])[:, None]
+            counts += np.bincount(ids[real], minlength=vocab_size)[:vocab_size]
+        return counts
+
     def batch(self, indices) -> dict[str, torch.Tensor]:
         """{"input_ids", "segment_ids", "attention_mask"}: (B, T) int64 tensors for these rows."""
         idx = np.asarray(indices, dtype=np.int64).reshape(-1)

@@ -4,9 +4,9 @@
 results/<run_id>/
   config.json       resolved config (the dict the caller passes); a rerun with the same config reuses the run
   provenance.json   provenance.collect(...)
-  scores.jsonl      one row per (objective, fraction, task, seed, metric, protocol) -- SCORE_FIELDS
-  summary.json      summary.build_summary(...), schema_version 1
-  pretrain/<objective>/log.jsonl   written by the trainer
+  scores.jsonl      one row per (objective, pretrain_seed, fraction, task, seed, metric, protocol) -- SCORE_FIELDS
+  summary.json      summary.build_summary(...), schema_version 2
+  pretrain/<objective>/seed-<k>/   pre-training seed k (log.jsonl, checkpoints/, done.json: training/trainer.py)
   plots/*.png|svg
   .lock             flock'ed by the one process writing the run; holds its pid
 ```
@@ -40,7 +40,8 @@ PROTOCOLS = ("finetune", "probe", "fewshot")
 
 # field -> type check; every row has exactly these keys
 SCORE_FIELDS = ("objective", "fraction", "step", "train_flops", "convention", "task", "seed", "metric", "value",
-                "protocol")
+                "protocol", "pretrain_seed")
+OPTIONAL_FIELDS = {"pretrain_seed": 0}  # rows written before pre-training seeds existed are seed 0
 
 CONFIG_FILE = "config.json"
 PROVENANCE_FILE = "provenance.json"
@@ -107,7 +108,7 @@ def _validate_row(row: Mapping[str, Any], where: str) -> dict:
     if not isinstance(row, Mapping):
         raise BenchError(f"{where}: a score row must be a dict, got {type(row).__name__}")
     keys = set(row)
-    missing = [k for k in SCORE_FIELDS if k not in keys]
+    missing = [k for k in SCORE_FIELDS if k not in keys and k not in OPTIONAL_FIELDS]
     extra = sorted(keys - set(SCORE_FIELDS))
     if missing or extra:
         parts = []
@@ -142,6 +143,7 @@ def _validate_row(row: Mapping[str, Any], where: str) -> dict:
         "metric": row["metric"],
         "value": number("value"),
         "protocol": row["protocol"],
+        "pretrain_seed": number("pretrain_seed", integer=True) if "pretrain_seed" in row else 0,
     }
     if out["objective"] not in OBJECTIVES:
         raise BenchError(f"{where}: objective must be one of {', '.join(OBJECTIVES)}, got {out['objective']!r}")
@@ -211,8 +213,19 @@ class RunDir:
     def plots_dir(self) -> Path:
         return self.path / "plots"
 
-    def pretrain_log_path(self, objective: str) -> Path:
-        return self.path / "pretrain" / objective / "log.jsonl"
+    def pretrain_dir(self, objective: str, seed: int = 0) -> Path:
+        return self.path / "pretrain" / objective / f"seed-{int(seed)}"
+
+    def pretrain_seeds(self, objective: str) -> list[int]:
+        """The pre-training seeds that have a log for `objective`."""
+        root = self.path / "pretrain" / objective
+        if not root.is_dir():
+            return []
+        found = [int(p.name[5:]) for p in root.glob("seed-*") if p.name[5:].isdigit() and (p / "log.jsonl").is_file()]
+        return sorted(found)
+
+    def pretrain_log_path(self, objective: str, seed: int = 0) -> Path:
+        return self.pretrain_dir(objective, seed) / "log.jsonl"
 
     def provenance(self) -> dict | None:
         path = self.path / PROVENANCE_FILE
@@ -281,15 +294,18 @@ class RunDir:
                     raise BenchError(f"{at(path, i)}: malformed score line") from None
                 rows.append(_validate_row(raw, at(path, i)))
         df = pd.DataFrame(rows, columns=list(SCORE_FIELDS))
-        return df.astype({"fraction": float, "step": "int64", "train_flops": float, "seed": "int64", "value": float})
+        return df.astype({"fraction": float, "step": "int64", "train_flops": float, "seed": "int64", "value": float,
+                          "pretrain_seed": "int64"})
 
-    def has_score(self, objective: str, fraction: float, task: str, seed: int, protocol: str = "finetune") -> bool:
-        """Whether a score for this (objective, fraction, task, seed, protocol) is already stored."""
+    def has_score(self, objective: str, fraction: float, task: str, seed: int, protocol: str = "finetune",
+                  pretrain_seed: int = 0) -> bool:
+        """Whether a score for this (objective, pretrain_seed, fraction, task, seed, protocol) is stored."""
         df = self.scores()
         if df.empty:
             return False
         hit = (
             (df["objective"] == objective)
+            & (df["pretrain_seed"] == int(pretrain_seed))
             & (df["task"] == task)
             & (df["seed"] == int(seed))
             & (df["protocol"] == protocol)
@@ -297,9 +313,9 @@ class RunDir:
         )
         return bool(hit.any())
 
-    def pretrain_log(self, objective: str) -> pd.DataFrame:
-        """The trainer's log for `objective` (empty DataFrame when absent)."""
-        path = self.pretrain_log_path(objective)
+    def pretrain_log(self, objective: str, seed: int = 0) -> pd.DataFrame:
+        """The trainer's log for `objective` and pre-training `seed` (empty DataFrame when absent)."""
+        path = self.pretrain_log_path(objective, seed)
         if not path.exists():
             return pd.DataFrame()
         return pd.DataFrame(atomic_io.read_jsonl(path))

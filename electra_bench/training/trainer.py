@@ -7,7 +7,8 @@ weights and FLOPs as one that never stopped (on CPU; CUDA kernels may differ in 
 
 Directory layout (`out_dir`):
     run.json              the plan and resolved config; a rerun must match it
-    log.jsonl             one row every `log_every` steps (and at checkpoints)
+    log.jsonl             one row every `log_every` steps, at checkpoints, and at every diagnostics point
+                          (step 0 and each 1/16 of the budget: the `diag/*` keys, see diagnostics.py)
     tokenizer/            the tokenizer the data was encoded with (fine-tuning uses the same)
     checkpoints/frac-F/   the kept encoder at each budget fraction F (see checkpoint.py)
     state/                the newest resumable state
@@ -32,7 +33,7 @@ from .. import atomic_io, objectives
 from ..errors import BenchError
 from ..presets import Preset
 from ..special_tokens import SpecialIds
-from . import checkpoint, distributed
+from . import checkpoint, diagnostics, distributed
 from .budget import Plan, lr_at
 from .progress import TrainingProgress
 
@@ -43,6 +44,8 @@ class SequenceSource(Protocol):
     def __len__(self) -> int: ...
 
     def batch(self, indices: np.ndarray) -> dict[str, torch.Tensor]: ...
+
+    def token_counts(self, vocab_size: int) -> np.ndarray: ...
 
 
 @dataclass
@@ -55,6 +58,7 @@ class TrainOptions:
     save_every_steps: int = 0  # 0: save resumable state by time only
     save_interval_s: float = 120.0
     heldout_batches: int = 4
+    diagnostics_every: float = 1 / 16  # fraction of the budget between learning diagnostics (0: checkpoints only)
     peak_flops: float | None = None  # declared peak for MFU; None: measured at start
     quiet: bool = False
     resume: bool = True
@@ -151,7 +155,15 @@ def pretrain(
             tokenizer.save(out / "tokenizer")
 
     torch.manual_seed(opts.seed)  # identical initial weights on every rank
-    model = objectives.build(plan.objective, preset, special).to(d.device)
+    model = objectives.build(plan.objective, preset, special)
+    unigram = None
+    if preset.output_prior_init or heldout is not None:
+        unigram = diagnostics.unigram_log_probs(train.token_counts(preset.encoder.vocab_size), special)
+    if preset.output_prior_init:
+        model.init_output_priors(unigram)
+    model = model.to(d.device)
+    diag = _Diagnostics(model, heldout, preset, opts, special, d.device, unigram)
+    diag_steps = diag.steps(plan)
     use_bf16 = opts.precision == "bf16" or (opts.precision == "auto" and d.device.type == "cuda")
     fused = d.device.type in ("cuda", "cpu")  # fused AdamW: same numbers, fewer kernel launches
     optimizer = torch.optim.AdamW(
@@ -164,7 +176,9 @@ def pretrain(
         if info is not None:
             start_step = info["step"]
     if d.is_main:
-        _truncate_log(out / "log.jsonl", start_step)
+        _truncate_log(out / "log.jsonl", start_step if start_step > 0 else -1)
+        if start_step == 0 and diag.enabled:
+            atomic_io.append_jsonl(out / "log.jsonl", {"step": 0, "flops": 0.0, "fraction": 0.0, **diag.row()})
     wrapped = distributed.wrap(model, d)
     step_fn = torch.compile(wrapped) if opts.compile else wrapped
 
@@ -203,7 +217,8 @@ def pretrain(
             window_steps += 1
 
             is_ckpt = done_steps in plan.checkpoints.values()
-            if done_steps % opts.log_every == 0 or is_ckpt or done_steps == plan.total_steps:
+            is_diag = done_steps in diag_steps
+            if done_steps % opts.log_every == 0 or is_ckpt or is_diag or done_steps == plan.total_steps:
                 metrics = distributed.mean_over_ranks(
                     {"loss": float(result.loss.detach()), **{k: float(v) for k, v in result.metrics.items()}}, d
                 )
@@ -213,8 +228,9 @@ def pretrain(
                 row = {"step": done_steps, "flops": plan.flops_at(done_steps),
                        "fraction": done_steps / plan.total_steps, "lr": lr, **metrics,
                        "tokens_per_s": tok_s, "mfu": mfu}
-                if is_ckpt and heldout is not None and opts.heldout_batches > 0:
-                    row["heldout_loss"] = _heldout_loss(model, heldout, preset, opts, d, use_bf16)
+                if (is_ckpt or is_diag) and diag.enabled:
+                    with torch.autocast(d.device.type, dtype=torch.bfloat16, enabled=use_bf16):
+                        row.update(diag.row())
                 if is_ckpt:
                     frac = next(f for f, s in plan.checkpoints.items() if s == done_steps)
                     if d.is_main:
@@ -262,24 +278,35 @@ def pretrain(
     return summary
 
 
-@torch.no_grad()
-def _heldout_loss(model, heldout: SequenceSource, preset: Preset, opts: TrainOptions, d, use_bf16: bool) -> float:
-    """Mean objective loss on the same held-out batches with the same masks every time."""
-    model.eval()
-    n = min(len(heldout), opts.heldout_batches * preset.batch_size)
-    if n == 0:
-        return float("nan")
-    losses = []
-    local = max(1, preset.batch_size // d.world)
-    for i, start in enumerate(range(d.rank * local, n, preset.batch_size)):
-        idx = np.arange(start, min(start + local, n))
-        batch = {k: v.to(d.device) for k, v in heldout.batch(idx).items()}
-        rng = torch.Generator(device=d.device).manual_seed(step_seed(opts.seed, i, 0, stream=1))
-        with torch.autocast(d.device.type, dtype=torch.bfloat16, enabled=use_bf16):
-            losses.append(float(model(batch, rng).loss))
-    model.train()
-    value = sum(losses) / max(1, len(losses))
-    return distributed.mean_over_ranks({"v": value}, d)["v"]
+class _Diagnostics:
+    """Learning diagnostics on the first `heldout_batches` held-out batches, with masks drawn from a
+    fixed seed stream (the same for every pre-training seed, so runs are comparable point by point)."""
+
+    def __init__(self, model, heldout: SequenceSource | None, preset: Preset, opts: TrainOptions, special, device,
+                 unigram):
+        self.model, self.special, self.device, self.unigram, self.opts = model, special, device, unigram, opts
+        n = 0 if heldout is None else min(len(heldout), opts.heldout_batches * preset.batch_size)
+        self.enabled = n > 0 and unigram is not None
+        starts = range(0, n, preset.batch_size)
+        self.batches = [heldout.batch(np.arange(s, min(s + preset.batch_size, n))) for s in starts] if self.enabled else []
+        self.seeds = [step_seed(0, i, 0, stream=1) for i in range(len(self.batches))]
+
+    def steps(self, plan: Plan) -> set[int]:
+        """The steps after which diagnostics are logged: every `diagnostics_every` of the budget and at
+        every checkpoint."""
+        if not self.enabled:
+            return set()
+        out = set(plan.checkpoints.values()) | {plan.total_steps}
+        every = self.opts.diagnostics_every
+        if every > 0:
+            k = max(1, round(1 / every))
+            out |= {max(1, round(plan.total_steps * i / k)) for i in range(1, k + 1)}
+        return out
+
+    def row(self) -> dict[str, float]:
+        values = diagnostics.heldout_diagnostics(self.model, self.batches, self.seeds, self.unigram, self.special,
+                                                 self.device)
+        return {f"diag/{k}": v for k, v in values.items()}
 
 
 def _check_run_dir(out: Path, identity: dict, resume: bool) -> dict | None:
