@@ -213,20 +213,26 @@ def finetune(checkpoint, tasks, source, seeds, protocol, device, as_json):
 @click.option("--data", "source", default=None, help="Downstream tasks (default: embedded suite).")
 @click.option("--tasks", default=None)
 @click.option("--seeds", type=int, default=None, help="Evaluation seeds per checkpoint and task.")
+@click.option("--pretrain-seeds", type=int, default=None,
+              help="Pre-training runs per objective (default 2 on the CPU default); the score band is over these.")
 @click.option("--protocol", type=click.Choice(["finetune", "probe", "fewshot"]), default=None)
 @click.option("--results", "root", default="results", show_default=True)
 @click.option("--run-id", default=None, help="Default: derived from the config, so a rerun resumes.")
 @click.option("--device", default="auto", show_default=True)
+@click.option("--jobs", type=int, default=None, help="Worker processes (default: one per core, at most one per run).")
+@click.option("--threads", type=int, default=None, help="Threads per worker (default: cores / jobs).")
 @click.option("--quiet", is_flag=True)
 @click.option("--json", "as_json", is_flag=True)
-def compare(preset, budget, quick, convention, corpus, source, tasks, seeds, protocol, root, run_id, device, quiet,
-            as_json):
+@override_options
+def compare(preset, budget, quick, convention, corpus, source, tasks, seeds, pretrain_seeds, protocol, root, run_id,
+            device, jobs, threads, quiet, as_json, overrides):
     """Pre-train MLM and RTD to the same budget, score every checkpoint, report the curves."""
     from .compare import CompareSpec, run_compare
 
     spec = CompareSpec.resolve(preset=preset, budget=budget, quick=quick, convention=convention, corpus=corpus,
                                source=source, tasks=tasks.split(",") if tasks else None, seeds=seeds,
-                               protocol=protocol, device=device)
+                               protocol=protocol, device=device, pretrain_seeds=pretrain_seeds, jobs=jobs,
+                               threads=threads, overrides=overrides)
     summary, rendered = run_compare(spec, root, run_id, quiet=quiet or as_json)
     _emit_json(summary) if as_json else out.print(rendered)
 

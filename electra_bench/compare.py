@@ -1,8 +1,15 @@
-"""`electra-bench compare`: both objectives, one budget, every checkpoint scored, one report.
+"""`electra-bench compare`: both objectives, one budget, several pre-training seeds, every checkpoint
+scored, one report.
 
 A run lives in results/<run-id>/ (see evaluation/results.py). Its id is derived from the resolved
 config, so running the same command again resumes the pre-training where it stopped and skips every
-(objective, checkpoint, task, seed) score already stored.
+(objective, pre-training seed, checkpoint, task, seed) score already stored.
+
+Parallelism. On a CPU, several single-threaded processes get more out of the cores than one
+multi-threaded process does at this model size (two 1-thread runs on 2 cores: about 1.5x the
+throughput of one 2-thread run, measured in docs/tuning.md), so independent pre-training runs and the
+scoring of independent checkpoints go to a pool of `jobs` worker processes with `threads` each. The
+thread count is part of the config (it can change the last bits of a float reduction); `jobs` is not.
 """
 
 from __future__ import annotations
@@ -10,22 +17,28 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import torch
-
 from . import presets, runner
 from .errors import BenchError
-from .model import Encoder
-from .training import checkpoint
 from .training.trainer import TrainOptions, fraction_dir
 
-# The embedded CPU default (tuned on dev data, see docs/tuning.md) and its --quick variant for CI.
-CPU_DEFAULT = {"preset": "tiny", "budget": "6e12", "protocol": "probe", "seeds": 3}
-CPU_QUICK = {"preset": "tiny", "budget": "1e12", "protocol": "probe", "seeds": 2, "probe_pool": 1000,
-             "probe_examples": 800, "max_eval_examples": 1000}
+# The embedded CPU default (chosen by learning diagnostics and dev scores, see docs/tuning.md) and
+# its --quick variant for CI.
+CPU_DEFAULT = {"preset": "tiny", "budget": "1.2e13", "protocol": "probe", "seeds": 3, "pretrain_seeds": 2}
+CPU_QUICK = {"preset": "tiny", "budget": "2e12", "protocol": "probe", "seeds": 2, "pretrain_seeds": 2,
+             "probe_pool": 1000, "probe_examples": 800, "max_eval_examples": 1000}
+
+
+def default_parallelism(runs: int, cores: int | None = None) -> tuple[int, int]:
+    """(jobs, threads per job): one single-threaded job per core, never more jobs than runs."""
+    cores = cores or os.cpu_count() or 1
+    jobs = max(1, min(cores, runs))
+    return jobs, max(1, cores // jobs)
 
 
 @dataclass(frozen=True)
@@ -38,21 +51,37 @@ class CompareSpec:
     tasks: tuple[str, ...] | None = None
     seeds: int = 3
     protocol: str = "probe"
-    pretrain_seed: int = 0
+    pretrain_seeds: int = 1
     probe_pool: int = 3000
     probe_examples: int = 2000
     max_eval_examples: int | None = None
     quick: bool = False
+    threads: int = 1
+    overrides: tuple[tuple[str, object], ...] = ()  # preset fields changed on the command line
     device: str = field(default="auto", compare=False)
+    jobs: int = field(default=1, compare=False)
 
     @classmethod
-    def resolve(cls, *, preset, budget, quick, convention, corpus, source, tasks, seeds, protocol, device):
+    def resolve(cls, *, preset, budget, quick, convention, corpus, source, tasks, seeds, protocol, device,
+                pretrain_seeds=None, jobs=None, threads=None, overrides=None):
         base = CPU_QUICK if quick else CPU_DEFAULT
         custom_preset = preset is not None and preset != base["preset"]
         if custom_preset and budget is None:
             raise BenchError(f"--budget is required with --preset {preset} (e.g. 1e17 or 6.25%)")
+        name = preset or base["preset"]
+        presets.get(name)  # an unknown preset fails here, before anything is created
+        for label, value in (("--seeds", seeds), ("--pretrain-seeds", pretrain_seeds), ("--jobs", jobs),
+                             ("--threads", threads)):
+            if value is not None and value < 1:
+                raise BenchError(f"{label} must be at least 1, got {value}")
+        n_pretrain = pretrain_seeds or (base["pretrain_seeds"] if not custom_preset else 1)
+        auto_jobs, auto_threads = default_parallelism(2 * n_pretrain)
+        if device not in ("auto", "cpu"):
+            auto_jobs, auto_threads = 1, auto_threads * auto_jobs
+        ov = tuple(sorted((k, v) for k, v in dataclasses.asdict(overrides).items()
+                          if v is not None and k != "extra")) if overrides is not None else ()
         return cls(
-            preset=preset or base["preset"],
+            preset=name,
             budget=str(budget or base["budget"]),
             convention=convention,
             corpus=corpus,
@@ -60,21 +89,30 @@ class CompareSpec:
             tasks=tuple(tasks) if tasks else None,
             seeds=seeds or base["seeds"],
             protocol=protocol or (base["protocol"] if not custom_preset else "finetune"),
+            pretrain_seeds=n_pretrain,
             probe_pool=base.get("probe_pool", 3000),
             probe_examples=base.get("probe_examples", 2000),
             max_eval_examples=base.get("max_eval_examples"),
             quick=quick,
+            threads=threads or auto_threads,
+            overrides=ov,
             device=device,
+            jobs=jobs or auto_jobs,
         )
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
         d.pop("device")
+        d.pop("jobs")
+        d["overrides"] = dict(self.overrides)
         return d
 
     def run_id(self) -> str:
         digest = hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:8]
         return f"compare-{self.preset}{'-quick' if self.quick else ''}-{digest}"
+
+    def resolved_preset(self) -> presets.Preset:
+        return presets.resolve(self.preset, presets.Overrides(**dict(self.overrides)))
 
 
 def _params(p) -> dict[str, int]:
@@ -93,11 +131,76 @@ def _suite_name(spec: CompareSpec, tasks) -> str:
     return tasks[0].source if tasks else str(spec.source)
 
 
-def _points(run_path: Path, plans: dict):
-    """(objective, fraction, step, train_flops, checkpoint dir) for every saved checkpoint."""
-    for objective, plan in plans.items():
-        for f, step in plan.checkpoints.items():
-            yield objective, f, step, plan.flops_at(step), run_path / "pretrain" / objective / "checkpoints" / fraction_dir(f)
+def _prepare(spec: CompareSpec, quiet: bool = True):
+    """The preset and data every process of this run uses (data is packed once and cached)."""
+    data, p = runner.prepare_data(spec.resolved_preset(), spec.corpus, None, 0, quiet)
+    budget = runner.resolve_budget(p, spec.budget, spec.convention)
+    plans = {o: runner.plan(p, o, budget, spec.convention) for o in presets.OBJECTIVES}
+    return data, p, budget, plans
+
+
+def _set_threads(threads: int) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
+
+
+def _pretrain_job(spec: CompareSpec, objective: str, seed: int, out_dir: str, quiet: bool) -> tuple[str, int, float]:
+    """One pre-training run (in a worker process, or inline when jobs == 1)."""
+    _set_threads(spec.threads)
+    data, p, _, plans = _prepare(spec)
+    t = time.perf_counter()
+    runner.run(p, plans[objective], data, out_dir, TrainOptions(seed=seed, device=spec.device, quiet=quiet))
+    return objective, seed, time.perf_counter() - t
+
+
+def _score_job(spec: CompareSpec, objective: str, pretrain_seed: int, points: list[tuple], todo: dict) -> list[dict]:
+    """Score a run's checkpoints (or, for "init", the untrained encoder of this pre-training seed) on
+    the tasks still missing; returns score rows."""
+    import torch
+
+    from .data.tasks import load_tasks
+    from .model import Encoder
+    from .scoring import recipe_for, score_encoder
+    from .training import checkpoint
+    from .training.distributed import resolve_device
+
+    _set_threads(spec.threads)
+    data, p, _, _ = _prepare(spec)
+    tasks = {t.spec.name: t for t in load_tasks(spec.source, list(spec.tasks) if spec.tasks else None)}
+    recipe = recipe_for({"finetune_lr": p.finetune_lr, "layerwise_lr_decay": p.layerwise_lr_decay,
+                         "seq_len": p.seq_len}, spec.protocol, probe_pool=spec.probe_pool,
+                        probe_examples=spec.probe_examples, max_eval_examples=spec.max_eval_examples)
+    device = resolve_device(spec.device)
+    rows = []
+    for fraction, step, flops, ckpt in points:
+        names = todo[fraction]
+        if ckpt is None:
+            torch.manual_seed(pretrain_seed)  # exactly the initial encoder of both objectives for this seed
+            encoder = Encoder(p.encoder)
+        else:
+            encoder = checkpoint.load_encoder(ckpt)[0]
+        for r in score_encoder(encoder, data.tokenizer, [tasks[n] for n in names], list(range(spec.seeds)),
+                               recipe, device):
+            rows.append({"objective": objective, "fraction": fraction, "step": step, "train_flops": flops,
+                         "convention": spec.convention, "task": r["task"], "seed": r["seed"], "metric": r["metric"],
+                         "value": r["value"], "protocol": spec.protocol, "pretrain_seed": pretrain_seed})
+    return rows
+
+
+def _run_jobs(jobs: int, calls: list[tuple], on_done) -> None:
+    """Run (fn, *args) calls inline (jobs == 1) or in a spawn pool; `on_done(result)` as each finishes,
+    in the parent, so results are stored as they come."""
+    if jobs <= 1 or len(calls) <= 1:
+        for fn, *args in calls:
+            on_done(fn(*args))
+        return
+    import multiprocessing
+
+    with ProcessPoolExecutor(max_workers=min(jobs, len(calls)), mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(fn, *args) for fn, *args in calls]
+        for f in futures:
+            on_done(f.result())
 
 
 def run_compare(spec: CompareSpec, root: str | Path, run_id: str | None, quiet: bool = False):
@@ -105,61 +208,54 @@ def run_compare(spec: CompareSpec, root: str | Path, run_id: str | None, quiet: 
     from .evaluation import plots, provenance, report
     from .evaluation.results import open_run
     from .evaluation.summary import build_summary
-    from .scoring import recipe_for, score_encoder
-    from .training.distributed import resolve_device
 
     run_id = run_id or spec.run_id()
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     with open_run(root, run_id, spec.to_dict()) as run:
-        p = presets.resolve(spec.preset)
-        data, p = runner.prepare_data(p, spec.corpus, None, spec.pretrain_seed, quiet)
-        budget = runner.resolve_budget(p, spec.budget, spec.convention)
-        plans = {o: runner.plan(p, o, budget, spec.convention) for o in presets.OBJECTIVES}
+        data, p, budget, plans = _prepare(spec, quiet)
         tasks = load_tasks(spec.source, list(spec.tasks) if spec.tasks else None)
         seeds = list(range(spec.seeds))
+        pretrain_seeds = list(range(spec.pretrain_seeds))
         provenance_info = provenance.collect(
-            seeds={"pretrain": spec.pretrain_seed, "eval": seeds},
+            seeds={"pretrain": pretrain_seeds, "eval": seeds, "data_packing": 0},
             convention=spec.convention,
             data_hashes=runner.data_hashes(data),
-            extra={"preset": p.to_dict(), "params": _params(p), "suite": _suite_name(spec, tasks), "budget_flops": budget, "plans": {o: pl.to_dict() for o, pl in plans.items()},
-                   "tasks": [t.spec.name for t in tasks], "task_source": tasks[0].source if tasks else None},
+            extra={"preset": p.to_dict(), "params": _params(p), "suite": _suite_name(spec, tasks), "budget_flops": budget,
+                   "plans": {o: pl.to_dict() for o, pl in plans.items()}, "parallelism": {"jobs": spec.jobs,
+                   "threads": spec.threads}, "tasks": [t.spec.name for t in tasks],
+                   "task_source": tasks[0].source if tasks else None},
         )
         run.write_provenance(provenance_info)
         timings["prepare_s"] = time.perf_counter() - t0
 
-        opts = TrainOptions(seed=spec.pretrain_seed, device=spec.device, quiet=quiet)
-        for objective, plan in plans.items():
-            t = time.perf_counter()
-            runner.run(p, plan, data, run.path / "pretrain" / objective, opts)
-            timings[f"pretrain_{objective}_s"] = time.perf_counter() - t
-
-        device = resolve_device(spec.device)
-        recipe = recipe_for({"finetune_lr": p.finetune_lr, "layerwise_lr_decay": p.layerwise_lr_decay,
-                             "seq_len": p.seq_len}, spec.protocol, probe_pool=spec.probe_pool,
-                            probe_examples=spec.probe_examples, max_eval_examples=spec.max_eval_examples)
         t = time.perf_counter()
-        torch.manual_seed(spec.pretrain_seed)  # the untrained point: exactly both objectives' initial encoder
-        init_encoder = Encoder(p.encoder)
-        points = [("init", 0.0, 0, 0.0, None)] + list(_points(run.path, plans))
-        for objective, fraction, step, flops, ckpt in points:
-            todo = [task for task in tasks
-                    if not all(run.has_score(objective, fraction, task.spec.name, s, spec.protocol) for s in seeds)]
-            if not todo:
-                continue
-            encoder = init_encoder if ckpt is None else checkpoint.load_encoder(ckpt)[0]
+        calls = [(_pretrain_job, spec, o, s, str(run.pretrain_dir(o, s)), quiet or spec.jobs > 1)
+                 for s in pretrain_seeds for o in plans]
+        _run_jobs(spec.jobs, calls, lambda r: timings.__setitem__(f"pretrain_{r[0]}_seed{r[1]}_s", r[2]))
+        timings["pretrain_s"] = time.perf_counter() - t
 
-            def store(task, seed, metrics, objective=objective, fraction=fraction, step=step, flops=flops):
-                if run.has_score(objective, fraction, task.spec.name, seed, spec.protocol):
-                    return
-                run.append_scores([
-                    {"objective": objective, "fraction": fraction, "step": step, "train_flops": flops,
-                     "convention": spec.convention, "task": task.spec.name, "seed": seed, "metric": m,
-                     "value": v, "protocol": spec.protocol}
-                    for m, v in metrics.items()
-                ])
+        t = time.perf_counter()
+        names = [task.spec.name for task in tasks]
+        calls = []
+        for s in pretrain_seeds:
+            for objective in ("init",) + presets.OBJECTIVES:
+                if objective == "init":
+                    points = [(0.0, 0, 0.0, None)]
+                else:
+                    plan = plans[objective]
+                    points = [(f, step, plan.flops_at(step), str(run.pretrain_dir(objective, s) / "checkpoints" / fraction_dir(f)))
+                              for f, step in plan.checkpoints.items()]
+                todo = {pt[0]: [n for n in names if not all(
+                    run.has_score(objective, pt[0], n, e, spec.protocol, s) for e in seeds)] for pt in points}
+                points = [pt for pt in points if todo[pt[0]]]
+                if points:
+                    calls.append((_score_job, spec, objective, s, points, todo))
 
-            score_encoder(encoder, data.tokenizer, todo, seeds, recipe, device, on_result=store)
+        def store(rows):
+            run.append_scores(rows)
+
+        _run_jobs(spec.jobs, calls, store)
         timings["evaluate_s"] = time.perf_counter() - t
 
         specs = {t.spec.name: t.spec for t in tasks}

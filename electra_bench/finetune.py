@@ -4,9 +4,11 @@ Three protocols, named in every result:
 - `finetune`: the paper's recipe (ELECTRA Table 7): AdamW, layer-wise lr decay, 10% warmup then linear
   decay, batch 32, max length 128, 3 epochs (10 for RTE and STS-B), dropout 0.1, a head on [CLS];
   regression (MSE) for regression tasks.
-- `probe`: a linear probe on frozen features (mean of the final hidden states over real tokens), fit with
-  scikit-learn (logistic regression / ridge) on a seed-dependent sample of the training split. Cheap and,
-  at CPU-sized budgets, far more sensitive to what pre-training learned than full fine-tuning.
+- `probe`: a linear probe on frozen features, fit with scikit-learn (logistic regression / ridge) on a
+  seed-dependent sample of the training split. Features: the mean of the final hidden states over real
+  tokens for single sentences; for sentence pairs, InferSent's [u, v, |u - v|, u * v] of the two
+  segments' means (a linear model on the plain mean of both cannot compare the sentences, which is what
+  pair tasks ask). Cheap and, at CPU-sized budgets, more sensitive to pre-training than fine-tuning.
 - `fewshot`: the `finetune` recipe on a seed-dependent sample of `fewshot_examples` training examples.
 """
 
@@ -92,30 +94,51 @@ def _by_length(examples) -> np.ndarray:
     return np.argsort([len(ex.text_a) + len(ex.text_b or "") for ex in examples], kind="stable")
 
 
+def _masked_mean(h: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+    m = m[..., None].float()  # (B, T, 1)
+    return (h * m).sum(1) / m.sum(1).clamp(min=1)  # (B, H)
+
+
+def feature_size(hidden_size: int, pairs: bool) -> int:
+    return 4 * hidden_size if pairs else hidden_size
+
+
 @torch.no_grad()
-def features(encoder: Encoder, tokenizer, examples, max_len: int, device, batch_size: int = 256) -> np.ndarray:
-    """Mean-pooled final hidden states over real tokens: (N, H), in the examples' order."""
+def features(encoder: Encoder, tokenizer, examples, max_len: int, device, batch_size: int = 256,
+             pairs: bool | None = None) -> np.ndarray:
+    """Probe features in the examples' order: (N, H) means for single sentences, (N, 4H) InferSent
+    features of the two segments' means for pairs (see the module docstring)."""
     encoder.eval()
-    out = np.zeros((len(examples), encoder.cfg.hidden_size), dtype=np.float32)
+    pairs = any(ex.text_b is not None for ex in examples) if pairs is None else pairs
+    out = np.zeros((len(examples), feature_size(encoder.cfg.hidden_size, pairs)), dtype=np.float32)
     order = _by_length(examples)
     for i in range(0, len(examples), batch_size):
         sel = order[i : i + batch_size]
         b = _encode(tokenizer, [examples[j] for j in sel], max_len)
         att = b["attention_mask"].to(device)
-        h = encoder(b["input_ids"].to(device), b["segment_ids"].to(device), att)  # (B, T, H)
-        m = att[..., None].float()
-        out[sel] = ((h.float() * m).sum(1) / m.sum(1).clamp(min=1)).cpu().numpy()
+        seg = b["segment_ids"].to(device)
+        h = encoder(b["input_ids"].to(device), seg, att).float()  # (B, T, H)
+        if pairs:
+            u = _masked_mean(h, att * (seg == 0))  # (B, H)
+            v = _masked_mean(h, att * (seg == 1))  # (B, H)
+            f = torch.cat([u, v, (u - v).abs(), u * v], dim=-1)  # (B, 4H)
+        else:
+            f = _masked_mean(h, att)
+        out[sel] = f.cpu().numpy()
     return out
 
 
 def _features_for(cache: dict, key, encoder, tokenizer, examples, idx: np.ndarray, max_len: int, device):
     """Features of examples[idx], computing only those no earlier seed needed."""
     if key not in cache:
-        cache[key] = (np.zeros((len(examples), encoder.cfg.hidden_size), np.float32), np.zeros(len(examples), bool))
+        pairs = any(ex.text_b is not None for ex in examples)
+        size = feature_size(encoder.cfg.hidden_size, pairs)
+        cache[key] = (np.zeros((len(examples), size), np.float32), np.zeros(len(examples), bool))
     feats, done = cache[key]
     missing = idx[~done[idx]]
     if len(missing):
-        feats[missing] = features(encoder, tokenizer, [examples[j] for j in missing], max_len, device)
+        feats[missing] = features(encoder, tokenizer, [examples[j] for j in missing], max_len, device,
+                                  pairs=feats.shape[1] != encoder.cfg.hidden_size)
         done[missing] = True
     return feats[idx]
 

@@ -23,9 +23,10 @@ def make_run(tmp_path, run_id="r1"):
     run.append_scores(rows)
     for obj in ("mlm", "rtd"):
         for i in range(1, 20):
+            diag = {"diag/mlm_gain_nats": 0.1 * i, "diag/token_cosine": 0.2, "diag/disc_auc": 0.7} if i % 5 == 0 else {}
             append_jsonl(run.pretrain_log_path(obj), {"step": i, "flops": i * 5e12, "fraction": i / 20, "lr": 1e-3,
                                                       "loss": 8.0 / i ** 0.5, "tokens_per_s": 1.0, "elapsed_s": i,
-                                                      **({"heldout_loss": 8.5 / i ** 0.5} if i % 5 == 0 else {})})
+                                                      **diag})
     return run
 
 
@@ -43,7 +44,7 @@ def test_plot_run_writes_png_and_svg(tmp_path):
     run = make_run(tmp_path)
     paths = plots.plot_run(run, paper_overlay=True)
     names = sorted(p.name for p in paths)
-    assert names == sorted(f"{stem}.{ext}" for stem in ("score_vs_flops", "tasks", "pretrain_loss")
+    assert names == sorted(f"{stem}.{ext}" for stem in ("score_vs_flops", "tasks", "learning")
                            for ext in ("png", "svg"))
     assert all(p.parent == run.path / "plots" for p in paths)
     assert_valid(paths)

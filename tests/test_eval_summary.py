@@ -35,7 +35,7 @@ STANDARD = {
 
 def test_points_medians_and_seed_spread(tmp_path):
     s = summary.build_summary(make_run(tmp_path, STANDARD))
-    assert s["schema_version"] == 1 and s["flop_convention"] == "measured"
+    assert s["schema_version"] == 2 and s["flop_convention"] == "measured"
     block = s["protocols"]["finetune"]
     final_rtd = next(p for p in block["points"] if p["objective"] == "rtd" and p["fraction"] == 1.0)
     # seeds 0,1,2 add 0, 0.5, 1.0: median +0.5, range 1.0
@@ -105,7 +105,7 @@ def test_verdict_within_noise(tmp_path):
     v = summary.build_summary(make_run(tmp_path, curves, jitter=2.0))["verdict"]
     # ranges are 4.0, difference 1.0
     assert v["separated"] is False and v["better"] is None
-    assert v["verdict"] == "RTD and MLM within seed noise of each other"
+    assert v["verdict"] == "RTD and MLM within noise of each other"
 
 
 def test_verdict_budget_too_small(tmp_path):

@@ -5,9 +5,8 @@
   the fine-tuning seed range as a band, the untrained encoder as a dashed horizontal line (it sits at
   0 FLOPs, which a log axis cannot show); optionally the paper's published points.
 - tasks: one panel per task, its primary metric against FLOPs, same encoding.
-- pretrain_loss: each objective's pre-training loss against FLOPs from pretrain/<objective>/log.jsonl
-  (one panel per objective: MLM's loss and RTD's generator + lambda x discriminator loss are on
-  different scales), with the held-out loss when logged.
+- learning: the pre-training runs' learning diagnostics against FLOPs (gain over unigram, discriminator
+  AUC, representation collapse) with the thresholds below which a run is flagged "did not learn".
 Every file is written atomically.
 """
 
@@ -157,29 +156,37 @@ def plot_tasks(summary: Mapping[str, Any], out_dir: Path, *, protocol: str | Non
     return save(fig, out_dir, "tasks", formats)
 
 
-def plot_pretrain_loss(run: RunDir, out_dir: Path, *, convention: str = "", formats: Sequence[str] = FORMATS) -> list[Path]:
-    logs = {}
-    for obj in summary_mod.TRAINED:
-        df = run.pretrain_log(obj)
-        if not df.empty and "flops" in df and "loss" in df:
-            logs[obj] = df[df["flops"] > 0]
-    if not logs:
+def plot_learning(summary: Mapping[str, Any], out_dir: Path, *, formats: Sequence[str] = FORMATS) -> list[Path]:
+    """Did pre-training learn? Three panels against FLOPs, one line per (objective, pre-training seed):
+    MLM/generator gain over the unigram baseline, the discriminator's AUC, and the kept encoder's mean
+    token cosine (collapse), each with its "did not learn" threshold dotted."""
+    from . import learning
+
+    block = summary.get("learning") or {}
+    runs = [(o, r) for o in summary_mod.TRAINED for r in block.get(o, {}).get("runs", []) if r["trajectory"]]
+    if not runs:
         return []
-    fig, axes = _figure(1, len(logs), size=(5.5 * len(logs), 4.0))
-    for ax, (obj, df) in zip(axes[0], logs.items()):
-        ax.plot(df["flops"], df["loss"], color=COLORS[obj], linewidth=1, label="training loss")
-        if "heldout_loss" in df and df["heldout_loss"].notna().any():
-            held = df[df["heldout_loss"].notna()]
-            ax.plot(held["flops"], held["heldout_loss"], color="black", linestyle="--", marker=".",
-                    label="held-out loss")
-        what = "MLM cross-entropy" if obj == "mlm" else "generator MLM + λ·discriminator loss"
-        ax.set_title(f"{summary_mod.LABELS[obj]} pre-training loss ({what})", fontsize=9)
+    panels = [("mlm_gain_nats", "MLM / generator gain over unigram (nats)", learning.MIN_MLM_GAIN_NATS),
+              ("disc_auc", "discriminator AUC (replaced vs original)", learning.MIN_DISC_AUC),
+              ("token_cosine", "mean token cosine of the kept encoder", learning.MAX_TOKEN_COSINE)]
+    fig, axes = _figure(1, 3, size=(14.0, 4.0))
+    convention = summary.get("flop_convention", "")
+    for ax, (key, title, threshold) in zip(axes[0], panels):
+        for obj, r in runs:
+            pts = [(t["flops"], t[key]) for t in r["trajectory"] if t.get(key) is not None and t["flops"]]
+            if not pts:
+                continue
+            label = f"{summary_mod.LABELS[obj]} seed {r['seed']}" + ("" if r["learned"] else " (did not learn)")
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], color=COLORS[obj], marker=".",
+                    linestyle="-" if r["seed"] == 0 else "--", linewidth=1, label=label)
+        ax.axhline(threshold, color="black", linestyle=":", linewidth=1, label="threshold")
         ax.set_xscale("log")
-        ax.set_xlabel(f"pre-training FLOPs{f' ({convention} convention)' if convention else ''}")
-        ax.set_ylabel("loss")
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel(f"pre-training FLOPs ({convention} convention)", fontsize=8)
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7)
-    return save(fig, out_dir, "pretrain_loss", formats)
+        ax.legend(fontsize=6)
+    fig.suptitle("Learning diagnostics on a fixed held-out set (evaluation/learning.py)", fontsize=10)
+    return save(fig, out_dir, "learning", formats)
 
 
 def plot_run(run: RunDir, out_dir: str | Path | None = None, paper_overlay: bool = False, *,
@@ -190,7 +197,7 @@ def plot_run(run: RunDir, out_dir: str | Path | None = None, paper_overlay: bool
     s = summary if summary is not None else summary_mod.load_or_build(run, task_specs, convention)
     paths = plot_scores(s, out, paper_overlay=paper_overlay, formats=formats)
     paths += plot_tasks(s, out, formats=formats)
-    paths += plot_pretrain_loss(run, out, convention=s["flop_convention"], formats=formats)
+    paths += plot_learning(s, out, formats=formats)
     for protocol in s["protocols"]:
         if protocol != s["main_protocol"]:
             sub = out / protocol

@@ -17,11 +17,20 @@ linearly in log FLOPs between checkpoints. X = those FLOPs / MLM's final FLOPs. 
 already reaches it and that point is a checkpoint, X is an upper bound ("at_most"); if no point reaches
 it, "not reached". The same with MLM and RTD swapped.
 
-Noise rule (documented in docs/results.md). A point's seed range is max - min of its per-seed aggregate
-scores (points with fewer than 2 complete seeds have no range). Two points differ beyond seed noise when
-|difference of their median-based scores| > the larger of their ranges. An objective beats the
-untrained encoder when its final point exceeds init by more than that. If neither objective beats the
-untrained encoder: "budget too small to separate the objectives".
+Pre-training seeds. When a point was pre-trained with several seeds (the untrained point: one
+initialisation per seed), its score is the mean over pre-training seeds of each seed's aggregate
+(itself from medians over evaluation seeds), and its band is the range over pre-training seeds:
+the variation a rerun of pre-training would show. With one pre-training seed the band is the range
+over evaluation seeds, as before.
+
+Noise rule (documented in docs/results.md). A point's band is its range (above; points with fewer than
+2 seeds have none). Two points differ beyond noise when |difference of their scores| > the larger of
+their bands. An objective beats the untrained encoder when its final point exceeds init by more than
+that.
+
+Learning. Before ranking, the verdict reads each pre-training run's learning diagnostics
+(evaluation/learning.py): if any run of an objective did not learn, the verdict says so and does not
+rank. If neither objective beats the untrained encoder: "budget too small to separate the objectives".
 """
 
 from __future__ import annotations
@@ -34,10 +43,10 @@ import numpy as np
 import pandas as pd
 
 from ..errors import BenchError, at
-from . import glue_score
+from . import glue_score, learning
 from .results import FLOP_CONVENTIONS, PROTOCOLS, SCORES_FILE, RunDir
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 TRAINED = ("mlm", "rtd")
 LABELS = {"mlm": "MLM", "rtd": "RTD", "init": "untrained"}
 
@@ -131,8 +140,28 @@ def _point(objective: str, fraction: float, rows: pd.DataFrame, scorer: _Scorer)
         else:
             per_seed[str(seed)] = detail.value
     seed_values = list(per_seed.values())
+    value = None if math.isnan(aggregate.value) else aggregate.value
+    band = "eval_seeds"
+    per_pretrain: dict[str, float] = {}
+    pretrain_seeds = sorted(int(s) for s in rows["pretrain_seed"].unique()) if "pretrain_seed" in rows else [0]
+    if len(pretrain_seeds) > 1:
+        for ps in pretrain_seeds:
+            prows = rows[rows["pretrain_seed"] == ps]
+            med = {}
+            for (task, metric), v in prows.groupby(["task", "metric"])["value"].median().items():
+                med.setdefault(task, {})[metric] = float(v)
+            detail = scorer(med, partial=True)
+            if not detail.missing and detail.per_task:
+                per_pretrain[str(ps)] = detail.value
+        if len(per_pretrain) > 1:
+            band = "pretrain_seeds"
+            seed_values = list(per_pretrain.values())
+            value = float(np.mean(seed_values))
     score = {
-        "value": None if math.isnan(aggregate.value) else aggregate.value,
+        "value": value,
+        "band": band,
+        "per_pretrain_seed": per_pretrain,
+        "n_pretrain_seeds": len(pretrain_seeds),
         "per_task": aggregate.per_task,
         "missing_tasks": list(aggregate.missing),
         "per_seed": per_seed,
@@ -240,18 +269,21 @@ def _ranges(*points: dict | None) -> list[float]:
     return [p["score"]["range"] for p in points if p is not None and p["score"]["range"] is not None]
 
 
-def noise_verdict(points: list[dict]) -> dict:
-    """The noise rule of the module docstring, applied to the final points and init."""
+def noise_verdict(points: list[dict], learning_block: Mapping[str, Any] | None = None) -> dict:
+    """The noise rule of the module docstring, applied to the final points and init, after the
+    learning check. `kind`: not_learned | too_small | ranked | tie | no_noise | incomplete."""
     finals = {o: final_point(points, o) for o in TRAINED}
     init = next((p for p in points if p["objective"] == "init"), None)
     out: dict[str, Any] = {
-        "rule": "differs beyond seed noise when |difference of median scores| > max(seed range of the two points); "
-                "seed range = max - min of the per-seed aggregate score",
+        "rule": "differs beyond noise when |difference of scores| > max(band of the two points); band = range "
+                "over pre-training seeds (over evaluation seeds when there is one pre-training seed)",
+        "kind": None,
         "difference": None,
         "threshold": None,
         "separated": None,
         "better": None,
         "beats_untrained": {},
+        "not_learned": [],
         "verdict": None,
     }
 
@@ -272,21 +304,59 @@ def noise_verdict(points: list[dict]) -> dict:
     if len(usable) == 2:
         diff, thr, sep = beyond(usable["rtd"], usable["mlm"])
         out.update(difference=diff, threshold=thr, separated=sep)
-        if sep:
-            out["better"] = "rtd" if diff > 0 else "mlm"
+    for o in TRAINED:
+        for run in (learning_block or {}).get(o, {}).get("runs", []):
+            if run.get("learned") is False:
+                out["not_learned"].append(learning.not_learned_line(LABELS[o], run["seed"], run))
     beats = [v["beats"] for v in out["beats_untrained"].values()]
-    if beats and all(b is False for b in beats):
+    if out["not_learned"]:
+        out["kind"] = "not_learned"
+        who = sorted({line.split(" (")[0] for line in out["not_learned"]})
+        out["verdict"] = (f"not ranked: {' and '.join(who)} did not learn (see the learning diagnostics); "
+                          "a score difference would compare a broken run, not the objectives")
+    elif beats and all(b is False for b in beats):
+        out["kind"] = "too_small"
         out["verdict"] = VERDICT_TOO_SMALL
-    elif not usable:
-        out["verdict"] = "no trained checkpoint has scores yet"
-    elif len(usable) < 2:
-        out["verdict"] = f"only {LABELS[next(iter(usable))]} has scores: nothing to compare"
+    elif not usable or len(usable) < 2:
+        out["kind"] = "incomplete"
+        out["verdict"] = ("no trained checkpoint has scores yet" if not usable
+                          else f"only {LABELS[next(iter(usable))]} has scores: nothing to compare")
     elif out["separated"] is None:
+        out["kind"] = "no_noise"
         out["verdict"] = VERDICT_NO_SEEDS
     elif out["separated"]:
-        out["verdict"] = f"{LABELS[out['better']]} better than {LABELS['mlm' if out['better'] == 'rtd' else 'rtd']} beyond seed noise"
+        out["kind"] = "ranked"
+        out["better"] = "rtd" if out["difference"] > 0 else "mlm"
+        out["verdict"] = (f"{LABELS[out['better']]} better than {LABELS['mlm' if out['better'] == 'rtd' else 'rtd']}"
+                          " beyond noise")
     else:
-        out["verdict"] = "RTD and MLM within seed noise of each other"
+        out["kind"] = "tie"
+        out["verdict"] = "RTD and MLM within noise of each other"
+    return out
+
+
+def learning_report(run: RunDir) -> dict:
+    """Per objective: every pre-training seed's diagnostics (trajectory, final values, flags) and the
+    mean of the final values over seeds."""
+    out: dict[str, Any] = {
+        "thresholds": {"min_mlm_gain_nats": learning.MIN_MLM_GAIN_NATS, "min_disc_auc": learning.MIN_DISC_AUC,
+                       "min_disc_gap_nats": learning.MIN_DISC_GAP_NATS,
+                       "max_token_cosine": learning.MAX_TOKEN_COSINE},
+    }
+    for o in TRAINED:
+        runs = []
+        for seed in run.pretrain_seeds(o):
+            log = run.pretrain_log(o, seed)
+            rows = log.to_dict("records") if not log.empty else []
+            rows = [{k: v for k, v in r.items() if not (isinstance(v, float) and math.isnan(v))} for r in rows]
+            report = learning.run_report(o, rows)
+            runs.append({"seed": seed, **report})
+        if runs:
+            out[o] = {
+                "runs": runs,
+                "final_mean": {k: learning.mean_final(runs, k) for k in learning.DIAGNOSTICS},
+                "learned": all(r["learned"] is not False for r in runs),
+            }
     return out
 
 
@@ -362,6 +432,7 @@ def build_summary(run: RunDir, task_specs: Mapping[str, Any] | None = None, conv
             suite_name = cfg_suite or "task suite"
     scorer = _Scorer(suite_tasks, task_specs, score_convention)
 
+    learning_block = learning_report(run)
     protocols: dict[str, dict] = {}
     present = [p for p in PROTOCOLS if p in set(df["protocol"])]
     for protocol in present:
@@ -386,7 +457,7 @@ def build_summary(run: RunDir, task_specs: Mapping[str, Any] | None = None, conv
             },
             "final": {o: (fp["fraction"] if (fp := final_point(points, o)) else None) for o in TRAINED},
             "headline": headline,
-            "verdict": noise_verdict(points),
+            "verdict": noise_verdict(points, learning_block),
         }
     main = "finetune" if "finetune" in protocols else present[0]
     return {
@@ -403,6 +474,8 @@ def build_summary(run: RunDir, task_specs: Mapping[str, Any] | None = None, conv
             "description": scorer.description,
         },
         "models": _models(config, extra),
+        "config": config,
+        "learning": learning_block,
         "main_protocol": main,
         "protocols": protocols,
         "headline": protocols[main]["headline"],
@@ -415,11 +488,12 @@ def headline_lines(summary: Mapping[str, Any], protocol: str | None = None) -> l
     block = summary["protocols"][protocol or summary["main_protocol"]]
     lines = [h["text"] for h in (block["headline"].get("rtd_reaches_mlm"), block["headline"].get("mlm_reaches_rtd")) if h]
     verdict = block["verdict"]
+    lines += verdict.get("not_learned", [])
     if verdict.get("verdict"):
         extra = ""
         if verdict.get("difference") is not None:
             thr = verdict.get("threshold")
-            extra = f" (RTD - MLM = {verdict['difference']:+.1f}" + (f", seed range {thr:.1f})" if thr is not None else ")")
+            extra = f" (RTD - MLM = {verdict['difference']:+.1f}" + (f", band {thr:.1f})" if thr is not None else ")")
         lines.append(f"Verdict: {verdict['verdict']}{extra}")
     return lines
 
