@@ -251,14 +251,18 @@ def report(runs, fmt):
 @main.command()
 @click.argument("run")
 @click.option("--baseline", required=True, help="Baseline JSON (see results/baselines/).")
-@click.option("--tol", type=float, default=None, help="Allowed drop in score points (default: the baseline's).")
+@click.option("--tol", type=float, default=None,
+              help="Allowed drop in score points for scores and margins (default: the baseline's); the "
+                   "learning diagnostics keep their own tolerances.")
 @click.option("--json", "as_json", is_flag=True)
 def check(run, baseline, tol, as_json):
     """CI regression check: exit 0 within tolerance, 1 on a regression, 2 on bad input."""
     from .evaluation.regression import check as do_check
     from .evaluation.results import load_run
 
-    result = do_check(load_run(run), baseline, tol)
+    from .evaluation.regression import score_tolerances
+
+    result = do_check(load_run(run), baseline, None if tol is None else score_tolerances(tol))
     click.echo(result.to_json() if as_json else result.render())
     sys.exit(0 if result.ok else 1)
 
@@ -266,13 +270,16 @@ def check(run, baseline, tol, as_json):
 @main.command()
 @click.argument("run")
 @click.option("--out", "out_path", required=True, help="Where to write the baseline JSON.")
-@click.option("--tol", type=float, default=1.0, show_default=True, help="Allowed drop in score points.")
+@click.option("--tol", type=float, default=2.0, show_default=True,
+              help="Allowed drop in score points (scores, margins); diagnostics use their own tolerances.")
 def baseline(run, out_path, tol):
     """Write a run's scores as a regression baseline for `check`."""
     from .evaluation.regression import write_baseline
     from .evaluation.results import load_run
 
-    write_baseline(load_run(run), out_path, tol=tol)
+    from .evaluation.regression import score_tolerances
+
+    write_baseline(load_run(run), out_path, tol=score_tolerances(tol))
     click.echo(out_path)
 
 

@@ -26,14 +26,19 @@ def test_compare_quick_then_report_check_and_rerun(tmp_path):
     for name in ("config.json", "provenance.json", "scores.jsonl", "summary.json"):
         assert (run / name).is_file(), name
     for objective in ("mlm", "rtd"):
-        ckpts = sorted((run / "pretrain" / objective / "checkpoints").iterdir())
-        assert len(ckpts) == 5
+        for seed in (0, 1):  # two pre-training seeds per objective
+            ckpts = sorted((run / "pretrain" / objective / f"seed-{seed}" / "checkpoints").iterdir())
+            assert len(ckpts) == 5
     pngs = list((run / "plots").glob("*.png"))
     assert pngs and all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
     prov = json.loads((run / "provenance.json").read_text())
-    assert prov["flop_convention"] == "measured" and prov["seeds"]["pretrain"] == 0
+    assert prov["flop_convention"] == "measured" and prov["seeds"]["pretrain"] == [0, 1]
     assert set(prov["data_hashes"]) >= {"corpus_sha256", "tokenizer_sha256"} and prov["git"]
-    assert summary["schema_version"] == 1
+    assert summary["schema_version"] == 2
+    # both objectives learned at the quick budget, by their held-out diagnostics, for every seed
+    for objective in ("mlm", "rtd"):
+        assert [r["learned"] for r in summary["learning"][objective]["runs"]] == [True, True], \
+            summary["learning"][objective]["runs"][0]["flags"]
 
     # the same command again reuses everything: no new scores, same summary numbers
     n_scores = len((run / "scores.jsonl").read_text().splitlines())

@@ -178,3 +178,56 @@ def test_labels_and_params_from_provenance_extra(tmp_path):
     assert s["models"]["rtd"] == {"label": "RTD tiny", "params": 5_000_000}
     assert s["models"]["init"]["params"] == 5_000_000
     assert s["suite"]["name"] == "ebs-1" and s["main_protocol"] == "probe"
+
+
+def _with_pretrain_seeds(tmp_path, offsets, run_id="ps"):
+    """STANDARD's final points pre-trained with two seeds whose scores differ by `offsets[obj]`."""
+    rows = []
+    for obj, pts in {"init": [(0, 0, 50)], "mlm": [(1.0, 1e14, 70)], "rtd": [(1.0, 1e14, 75)]}.items():
+        for frac, flops, base in pts:
+            for ps in (0, 1):
+                for seed in (0, 1, 2):
+                    for task in TASKS:
+                        rows.append(dict(objective=obj, fraction=frac, step=int(frac * 1000), train_flops=flops,
+                                         convention="measured", task=task, seed=seed, metric="accuracy",
+                                         value=base + ps * offsets.get(obj, 0.0) + 0.1 * seed,
+                                         protocol="finetune", pretrain_seed=ps))
+    run = results.open_run(tmp_path, run_id, {"preset": "tiny"})
+    run.append_scores(rows)
+    return run
+
+
+def test_band_is_over_pretraining_seeds(tmp_path):
+    s = summary.build_summary(_with_pretrain_seeds(tmp_path, {"mlm": 2.0, "rtd": 8.0}))
+    points = {p["objective"]: p for p in s["points"]} if "points" in s else {
+        p["objective"]: p for p in s["protocols"]["finetune"]["points"]}
+    rtd = points["rtd"]["score"]
+    assert rtd["band"] == "pretrain_seeds" and rtd["n_pretrain_seeds"] == 2
+    assert rtd["range"] == pytest.approx(8.0) and rtd["value"] == pytest.approx(79.0 + 0.1)
+    # RTD - MLM = 79.1 - 71.1 = 8.0, band max(8.0, 2.0): not beyond noise although every eval seed agrees
+    v = s["verdict"]
+    assert v["kind"] == "tie" and v["separated"] is False
+
+
+def _log_diag(run, obj, seed, **final):
+    from electra_bench.atomic_io import append_jsonl
+
+    append_jsonl(run.pretrain_log_path(obj, seed), {"step": 0, "flops": 0.0, "fraction": 0.0,
+                                                    "diag/mlm_gain_nats": 0.0, "diag/token_cosine": 0.2})
+    append_jsonl(run.pretrain_log_path(obj, seed), {"step": 10, "flops": 1e14, "fraction": 1.0,
+                                                    **{f"diag/{k}": v for k, v in final.items()}})
+
+
+def test_a_run_that_did_not_learn_is_not_ranked(tmp_path):
+    run = _with_pretrain_seeds(tmp_path, {})
+    for seed in (0, 1):
+        _log_diag(run, "mlm", seed, mlm_gain_nats=0.8, token_cosine=0.3)
+    _log_diag(run, "rtd", 0, mlm_gain_nats=0.9, disc_auc=0.74, disc_gap_nats=0.03, token_cosine=0.3)
+    _log_diag(run, "rtd", 1, mlm_gain_nats=0.9, disc_auc=0.53, disc_gap_nats=0.0, token_cosine=0.9)
+    s = summary.build_summary(run)
+    v = s["verdict"]
+    assert v["kind"] == "not_learned" and v["better"] is None
+    assert len(v["not_learned"]) == 1 and v["not_learned"][0].startswith("RTD (pre-training seed 1) did not learn")
+    assert s["learning"]["mlm"]["learned"] and not s["learning"]["rtd"]["learned"]
+    assert s["learning"]["rtd"]["final_mean"]["disc_auc"] == pytest.approx((0.74 + 0.53) / 2)
+    assert any("did not learn" in line for line in summary.headline_lines(s))

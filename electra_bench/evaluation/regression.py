@@ -9,7 +9,12 @@ Baseline file (JSON, made by `make_baseline` / `write_baseline`):
  "info": {"headline/rtd_reaches_mlm_percent": 35.4, ...}}   # recorded, not checked
 ```
 `metrics` keys are `<objective>/score` (the aggregate at the objective's final checkpoint; init: the
-untrained encoder) and `<objective>/<task>` (that task's median primary metric there).
+untrained encoder), `<objective>/<task>` (that task's median primary metric there), `<objective>/margin`
+(final score minus the untrained encoder's: what pre-training bought), and the pre-training learning
+diagnostics at the end of the budget, mean over pre-training seeds (`<objective>/diag/mlm_gain_nats`,
+`rtd/diag/disc_auc`, `rtd/diag/disc_gap_nats`, `<objective>/diag/isotropy` = 1 - mean token cosine).
+All are higher-is-better; the diagnostics are bit-reproducible on CPU at a fixed budget, so a change
+that stops an objective from learning fails `check` even when the downstream scores sit in the noise.
 
 `check` compares every baseline metric with the run's: `regressed` when it dropped by more than its
 tolerance, `improved` when it rose by more, `ok` otherwise, `missing` when the run lacks it (counted as
@@ -39,10 +44,19 @@ from .results import RunDir
 SCHEMA_VERSION = 1
 KIND = "electra-bench-baseline"
 DEFAULT_TOL = 1.0
+# per-metric tolerances written into new baselines: score points for scores and margins, the
+# diagnostics' own units (nats, AUC, cosine) for the diagnostics
+DEFAULT_TOLS = {"default": 2.0, "*/margin": 2.0, "*/diag/mlm_gain_nats": 0.1, "*/diag/disc_auc": 0.05,
+                "*/diag/disc_gap_nats": 0.02, "*/diag/isotropy": 0.1}
 
 EXIT_OK = 0
 EXIT_REGRESSION = 1
 EXIT_BAD_INPUT = BenchError.exit_code  # 2
+
+
+def score_tolerances(points: float) -> dict[str, float]:
+    """DEFAULT_TOLS with `points` for the score-scale metrics (scores, per-task metrics, margins)."""
+    return {**DEFAULT_TOLS, "default": float(points), "*/margin": float(points)}
 
 
 def final_metrics(summary: Mapping[str, Any], protocol: str | None = None) -> tuple[dict[str, float], dict[str, Any]]:
@@ -62,11 +76,23 @@ def final_metrics(summary: Mapping[str, Any], protocol: str | None = None) -> tu
         for task, t in point["tasks"].items():
             if t.get("median") is not None:
                 metrics[f"{obj}/{task}"] = t["median"]
+    init_point = next((p for p in block["points"] if p["objective"] == "init"), None)
+    for obj in summary_mod.TRAINED:
+        if f"{obj}/score" in metrics and init_point is not None and init_point["score"]["value"] is not None:
+            metrics[f"{obj}/margin"] = metrics[f"{obj}/score"] - init_point["score"]["value"]
+        final = (summary.get("learning") or {}).get(obj, {}).get("final_mean") or {}
+        keys = ("mlm_gain_nats", "disc_auc", "disc_gap_nats") if obj == "rtd" else ("mlm_gain_nats",)
+        for k in keys:
+            if final.get(k) is not None:
+                metrics[f"{obj}/diag/{k}"] = float(final[k])
+        if final.get("token_cosine") is not None:
+            metrics[f"{obj}/diag/isotropy"] = 1.0 - float(final["token_cosine"])
     info: dict[str, Any] = {}
     for key, h in block["headline"].items():
         if h:
             info[f"headline/{key}_percent"] = h.get("percent")
     info["verdict"] = block["verdict"].get("verdict")
+    info["verdict_kind"] = block["verdict"].get("kind")
     for obj in summary_mod.TRAINED:
         fp = summary_mod.final_point(block["points"], obj)
         if fp is not None:

@@ -409,7 +409,7 @@ def build_summary(run: RunDir, task_specs: Mapping[str, Any] | None = None, conv
         raise BenchError(f"{at(path)}: no scores to summarise")
     convention = _pick_convention(df, convention, path)
     df = df[(df["objective"] == "init") | (df["convention"] == convention)]
-    key = ["objective", "fraction", "task", "seed", "metric", "protocol"]
+    key = ["objective", "pretrain_seed", "fraction", "task", "seed", "metric", "protocol"]
     df = df.drop_duplicates(subset=key, keep="last")
 
     try:
