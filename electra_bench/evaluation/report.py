@@ -1,8 +1,9 @@
 """The paper's Table 1 layout for one or more runs, as a terminal table, Markdown, CSV or LaTeX.
 
 One row per point (untrained encoder, then each objective's checkpoints by compute): Model, Train FLOPs,
-Params, fraction of the budget trained, Score (median over fine-tuning seeds, +- half the seed range,
-n seeds), then each task's median primary metric. After the table: the headline sentences and the noise
+Params, fraction of the budget trained, Score (mean over pre-training seeds of the median over evaluation
+seeds, +- half the range over pre-training seeds; with one pre-training seed: median over evaluation
+seeds, +- half their range), then each task's median primary metric. After the table: the headline sentences and the noise
 verdict of each run (CSV carries the numbers only, as columns, so it stays one parseable table).
 
 Summaries come from each run's summary.json when present (else they are built from scores.jsonl).
@@ -58,8 +59,10 @@ def _score_text(score: Mapping[str, Any]) -> str:
     text = f"{value:.1f}"
     if score.get("range") is not None:
         text += f" ± {score['range'] / 2:.1f}"
-    n = score.get("n_seeds", 0)
-    text += f" (n={n})"
+    if score.get("band") == "pretrain_seeds":
+        text += f" ({score.get('n_pretrain_seeds')} pre-train × {score.get('n_seeds', 0)} eval seeds)"
+    else:
+        text += f" (n={score.get('n_seeds', 0)})"
     if score.get("missing_tasks"):
         text += " partial"
     return text
@@ -152,11 +155,13 @@ def _notes(summaries: list[dict], protocol: str | None, with_run: bool) -> list[
         if proto not in s["protocols"]:
             continue
         prefix = f"[{s['run_id']}] " if with_run else ""
+        lines += [prefix + line for line in summary_mod.learning_lines(s)]
         lines += [prefix + line for line in summary_mod.headline_lines(s, proto)]
     s0 = summaries[0]
     lines.append(
         f"Score: {s0['suite']['name']} ({s0['suite']['description']}), {protocol or s0['main_protocol']} protocol, "
-        f"0-100; median over evaluation seeds ± half the seed range; train FLOPs in the "
+        f"0-100; ± half the band (the range over pre-training seeds when there are several, else over "
+        f"evaluation seeds); train FLOPs in the "
         f"{s0['flop_convention']} convention."
     )
     return lines

@@ -498,6 +498,29 @@ def headline_lines(summary: Mapping[str, Any], protocol: str | None = None) -> l
     return lines
 
 
+def learning_lines(summary: Mapping[str, Any]) -> list[str]:
+    """One line per objective: whether every pre-training seed learned, with the final diagnostics
+    (mean over seeds)."""
+    block = summary.get("learning") or {}
+    lines = []
+    for o in TRAINED:
+        if o not in block:
+            continue
+        m = block[o]["final_mean"]
+        parts = []
+        if m.get("mlm_gain_nats") is not None:
+            parts.append(f"{'generator ' if o == 'rtd' else ''}gain over unigram {m['mlm_gain_nats']:.2f} nats")
+        if m.get("disc_auc") is not None:
+            parts.append(f"discriminator AUC {m['disc_auc']:.2f}, {m['disc_gap_nats']:.3f} nats below base rate")
+        if m.get("token_cosine") is not None:
+            parts.append(f"token cosine {m['token_cosine']:.2f}")
+        n = len(block[o]["runs"])
+        status = "learned" if block[o]["learned"] else "DID NOT LEARN"
+        lines.append(f"Learning: {LABELS[o]} {status} ({n} pre-training seed{'s' if n != 1 else ''}; "
+                     f"mean at the end: {', '.join(parts)})")
+    return lines
+
+
 def update_summary(run: RunDir, task_specs: Mapping[str, Any] | None = None, convention: str | None = None,
                    **kwargs) -> dict:
     """Build the summary and write it to the (writable) run; returns it."""
