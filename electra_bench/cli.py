@@ -208,6 +208,7 @@ def finetune(checkpoint, tasks, source, seeds, protocol, device, as_json):
 @click.option("--preset", default=None, help="Default: tiny (the embedded CPU default).")
 @click.option("--budget", default=None, help="Per-objective budget (default: the preset's tuned default).")
 @click.option("--quick", is_flag=True, help="The same path in about 3 minutes (for CI).")
+@click.option("--long", "long_mode", is_flag=True, help="The long CPU mode: 5x the default budget (about an hour).")
 @click.option("--convention", type=click.Choice(["measured", "paper"]), default="measured", show_default=True)
 @click.option("--corpus", default=None)
 @click.option("--data", "source", default=None, help="Downstream tasks (default: embedded suite).")
@@ -224,7 +225,7 @@ def finetune(checkpoint, tasks, source, seeds, protocol, device, as_json):
 @click.option("--quiet", is_flag=True)
 @click.option("--json", "as_json", is_flag=True)
 @override_options
-def compare(preset, budget, quick, convention, corpus, source, tasks, seeds, pretrain_seeds, protocol, root, run_id,
+def compare(preset, budget, quick, long_mode, convention, corpus, source, tasks, seeds, pretrain_seeds, protocol, root, run_id,
             device, jobs, threads, quiet, as_json, overrides):
     """Pre-train MLM and RTD to the same budget, score every checkpoint, report the curves."""
     from .compare import CompareSpec, run_compare
@@ -232,7 +233,7 @@ def compare(preset, budget, quick, convention, corpus, source, tasks, seeds, pre
     spec = CompareSpec.resolve(preset=preset, budget=budget, quick=quick, convention=convention, corpus=corpus,
                                source=source, tasks=tasks.split(",") if tasks else None, seeds=seeds,
                                protocol=protocol, device=device, pretrain_seeds=pretrain_seeds, jobs=jobs,
-                               threads=threads, overrides=overrides)
+                               threads=threads, overrides=overrides, long=long_mode)
     summary, rendered = run_compare(spec, root, run_id, quiet=quiet or as_json)
     _emit_json(summary) if as_json else out.print(rendered)
 

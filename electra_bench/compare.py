@@ -30,6 +30,8 @@ from .training.trainer import TrainOptions, fraction_dir
 # The embedded CPU default (chosen by learning diagnostics and dev scores, see docs/tuning.md) and
 # its --quick variant for CI.
 CPU_DEFAULT = {"preset": "tiny", "budget": "1.2e13", "protocol": "probe", "seeds": 3, "pretrain_seeds": 2}
+# The long CPU mode (`compare --long`, about an hour on 2 idle cores): 5x the default budget.
+CPU_LONG = {"preset": "tiny", "budget": "6e13", "protocol": "probe", "seeds": 3, "pretrain_seeds": 2}
 CPU_QUICK = {"preset": "tiny", "budget": "2e12", "protocol": "probe", "seeds": 2, "pretrain_seeds": 2,
              "probe_pool": 1000, "probe_examples": 800, "max_eval_examples": 1000}
 
@@ -56,6 +58,7 @@ class CompareSpec:
     probe_examples: int = 2000
     max_eval_examples: int | None = None
     quick: bool = False
+    long: bool = False
     threads: int = 1
     overrides: tuple[tuple[str, object], ...] = ()  # preset fields changed on the command line
     device: str = field(default="auto", compare=False)
@@ -63,8 +66,10 @@ class CompareSpec:
 
     @classmethod
     def resolve(cls, *, preset, budget, quick, convention, corpus, source, tasks, seeds, protocol, device,
-                pretrain_seeds=None, jobs=None, threads=None, overrides=None):
-        base = CPU_QUICK if quick else CPU_DEFAULT
+                pretrain_seeds=None, jobs=None, threads=None, overrides=None, long=False):
+        if quick and long:
+            raise BenchError("--quick and --long exclude each other")
+        base = CPU_QUICK if quick else CPU_LONG if long else CPU_DEFAULT
         custom_preset = preset is not None and preset != base["preset"]
         if custom_preset and budget is None:
             raise BenchError(f"--budget is required with --preset {preset} (e.g. 1e17 or 6.25%)")
@@ -94,6 +99,7 @@ class CompareSpec:
             probe_examples=base.get("probe_examples", 2000),
             max_eval_examples=base.get("max_eval_examples"),
             quick=quick,
+            long=long,
             threads=threads or auto_threads,
             overrides=ov,
             device=device,
@@ -109,7 +115,8 @@ class CompareSpec:
 
     def run_id(self) -> str:
         digest = hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:8]
-        return f"compare-{self.preset}{'-quick' if self.quick else ''}-{digest}"
+        mode = "-quick" if self.quick else "-long" if self.long else ""
+        return f"compare-{self.preset}{mode}-{digest}"
 
     def resolved_preset(self) -> presets.Preset:
         return presets.resolve(self.preset, presets.Overrides(**dict(self.overrides)))
