@@ -83,7 +83,7 @@ def contaminated(texts, corpus_sentences, min_words) -> list[str]:
 
 
 def test_suite_json_shape(suite):
-    assert suite["name"] and suite["version"] == 1
+    assert suite["name"] == "ebs-2" and suite["version"] == 2
     assert suite["corpus"] == "corpus.txt.xz"
     assert suite["build"]["script"] == "scripts/build_suite.py"
     assert isinstance(suite["build"]["seed"], int)
