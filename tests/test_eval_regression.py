@@ -29,7 +29,8 @@ def test_baseline_contents(tmp_path):
     assert on_disk["metrics"] == b["metrics"]
     assert b["kind"] == regression.KIND and b["schema_version"] == 1
     assert set(b["metrics"]) == {"init/score", "init/sst2", "init/rte", "mlm/score", "mlm/sst2", "mlm/rte",
-                                 "rtd/score", "rtd/sst2", "rtd/rte"}
+                                 "rtd/score", "rtd/sst2", "rtd/rte", "mlm/margin", "rtd/margin"}
+    assert b["metrics"]["rtd/margin"] == pytest.approx(b["metrics"]["rtd/score"] - b["metrics"]["init/score"])
     assert b["metrics"]["rtd/score"] == pytest.approx(75.1)
     assert "headline/rtd_reaches_mlm_percent" in b["info"]
 
