@@ -3,7 +3,7 @@
 - wall time and peak RSS of `electra-bench compare --quick` and (with --full) of the default
   `electra-bench compare`, each in a fresh results directory (a subprocess, so RSS is its own);
 - evaluation throughput: probe feature extraction (examples/s) and full fine-tuning (examples/s, the
-  paper's recipe) of the tiny encoder on one ebs-1 task.
+  paper's recipe) of the tiny encoder on one suite task (rt-polarity).
 
     python benchmarks/bench_compare.py [--full] [--json OUT]
 """

@@ -173,11 +173,11 @@ def test_labels_and_params_from_provenance_extra(tmp_path):
             for o, f, s, fl, v in (("init", 0, 0, 0, 50), ("mlm", 1.0, 10, 1e12, 60), ("rtd", 1.0, 10, 1e12, 62))]
     run = results.open_run(tmp_path, "p", {"preset": "tiny"})
     run.append_scores(rows)
-    run.write_provenance({"extra": {"params": {"mlm": 5_000_000, "rtd": 5_000_000}, "suite": "ebs-1"}})
+    run.write_provenance({"extra": {"params": {"mlm": 5_000_000, "rtd": 5_000_000}, "suite": "ebs-2"}})
     s = summary.build_summary(run)
     assert s["models"]["rtd"] == {"label": "RTD tiny", "params": 5_000_000}
     assert s["models"]["init"]["params"] == 5_000_000
-    assert s["suite"]["name"] == "ebs-1" and s["main_protocol"] == "probe"
+    assert s["suite"]["name"] == "ebs-2" and s["main_protocol"] == "probe"
 
 
 def _with_pretrain_seeds(tmp_path, offsets, run_id="ps"):
