@@ -146,10 +146,18 @@ def _prepare(spec: CompareSpec, quiet: bool = True):
     return data, p, budget, plans
 
 
+_BLAS_LIMIT = None
+
+
 def _set_threads(threads: int) -> None:
+    """torch and the BLAS/OpenMP pools scikit-learn's probe uses: without the second, two probe workers
+    each start one BLAS thread per core and the 2 cores run 4+ busy threads (measured: a third slower)."""
+    global _BLAS_LIMIT
     import torch
+    from threadpoolctl import threadpool_limits
 
     torch.set_num_threads(threads)
+    _BLAS_LIMIT = threadpool_limits(threads)
 
 
 def _pretrain_job(spec: CompareSpec, objective: str, seed: int, out_dir: str, quiet: bool) -> tuple[str, int, float]:

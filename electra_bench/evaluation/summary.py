@@ -488,6 +488,11 @@ def headline_lines(summary: Mapping[str, Any], protocol: str | None = None) -> l
     block = summary["protocols"][protocol or summary["main_protocol"]]
     lines = [h["text"] for h in (block["headline"].get("rtd_reaches_mlm"), block["headline"].get("mlm_reaches_rtd")) if h]
     verdict = block["verdict"]
+    for o, b in verdict.get("beats_untrained", {}).items():
+        if b.get("beats") is False:
+            band = f", band {b['threshold']:.1f}" if b.get("threshold") is not None else ""
+            lines.append(f"{LABELS[o]} does not beat the untrained encoder beyond noise "
+                         f"({LABELS[o]} - untrained = {b['difference']:+.1f}{band})")
     lines += verdict.get("not_learned", [])
     if verdict.get("verdict"):
         extra = ""

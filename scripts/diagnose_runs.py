@@ -1,0 +1,77 @@
+#!/usr/bin/env python
+"""Round-3 harness of docs/tuning.md: final learning diagnostics and probe scores of pre-training runs.
+
+Each argument is a directory written by `electra-bench pretrain --out DIR` (or `init:DIR` for the untrained
+encoder of that run's preset and seed 0). Prints one JSON line per run: the diagnostics logged at the end
+of its budget (training/diagnostics.py) and, with --probe, the probe score of its final checkpoint on the
+embedded suite's dev splits (2 evaluation seeds, the default probe recipe).
+
+    electra-bench pretrain --objective rtd --budget 1.2e13 --temperature 2 --out runs/r12-t2
+    python scripts/diagnose_runs.py --probe runs/r12-t2 init:runs/r12-t2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import torch
+
+KEYS = ("mlm_gain_nats", "mlm_acc", "disc_auc", "disc_gap_nats", "token_cosine", "top_pc_share")
+
+
+def final_diagnostics(run: Path) -> dict:
+    rows = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines() if line.strip()]
+    diag = [r for r in rows if "diag/mlm_gain_nats" in r]
+    last = diag[-1]
+    return {"step": last["step"], "fraction": round(last["fraction"], 4),
+            **{k: round(last[f"diag/{k}"], 4) for k in KEYS if f"diag/{k}" in last}}
+
+
+def probe_scores(run: Path, untrained: bool) -> dict:
+    from electra_bench.data.tasks import load_tasks
+    from electra_bench.evaluation.glue_score import primary_metric
+    from electra_bench.model import Encoder
+    from electra_bench.presets import Preset  # noqa: F401  (documents what run.json holds)
+    from electra_bench.scoring import load_tokenizer_for, recipe_for, score_encoder
+    from electra_bench.training import checkpoint
+
+    ckpt = run / "checkpoints" / "frac-1.0000"
+    encoder, meta = checkpoint.load_encoder(ckpt)
+    if untrained:
+        torch.manual_seed(json.loads((run / "run.json").read_text())["seed"])
+        encoder = Encoder(encoder.cfg)
+    tasks = load_tasks(None, None)
+    rows = score_encoder(encoder, load_tokenizer_for(ckpt, meta), tasks, [0, 1],
+                         recipe_for({"seq_len": meta.get("seq_len", 128)}, "probe"), torch.device("cpu"))
+    per: dict = {}
+    for r in rows:
+        per.setdefault(r["task"], {}).setdefault(r["metric"], []).append(r["value"])
+    out = {}
+    for t in tasks:
+        name = t.spec.name
+        m = primary_metric(name, t.spec, {k: v[0] for k, v in per[name].items()})
+        out[name] = round(sum(per[name][m]) / len(per[name][m]), 2)
+    out["probe_mean"] = round(sum(out.values()) / len(out), 2)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("runs", nargs="+")
+    ap.add_argument("--probe", action="store_true", help="also probe-score the final checkpoint")
+    args = ap.parse_args()
+    for arg in args.runs:
+        untrained = arg.startswith("init:")
+        run = Path(arg[5:] if untrained else arg)
+        line = {"run": arg}
+        if not untrained:
+            line.update(final_diagnostics(run))
+        if args.probe or untrained:
+            line.update(probe_scores(run, untrained))
+        print(json.dumps(line), flush=True)
+
+
+if __name__ == "__main__":
+    main()
