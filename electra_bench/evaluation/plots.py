@@ -2,7 +2,7 @@
 
 `plot_run` writes into `<run>/plots/` (or `out_dir`):
 - score_vs_flops: the aggregate score against pre-training FLOPs (log x), one line per objective with
-  the fine-tuning seed range as a band, the untrained encoder as a dashed horizontal line (it sits at
+  its band (range over pre-training seeds, else evaluation seeds), the untrained encoder as a dashed horizontal line (it sits at
   0 FLOPs, which a log axis cannot show); optionally the paper's published points.
 - tasks: one panel per task, its primary metric against FLOPs, same encoding.
 - learning: the pre-training runs' learning diagnostics against FLOPs (gain over unigram, discriminator
@@ -68,7 +68,7 @@ def _draw_curves(ax, block: Mapping[str, Any], models: Mapping[str, Any], value_
         bands = [band_of(p) for p in own]
         if all(b is not None for b in bands) and any(b[1] > b[0] for b in bands):
             ax.fill_between(xs, [b[0] for b in bands], [b[1] for b in bands], color=COLORS[obj], alpha=0.18,
-                            linewidth=0, label=f"{label} seed range")
+                            linewidth=0, label=f"{label} band (seed range)")
     init = next((p for p in points if p["objective"] == "init"), None)
     if init is not None and value_of(init) is not None:
         y = value_of(init)
