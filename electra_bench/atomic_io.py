@@ -47,11 +47,41 @@ def write_json(path: str | Path, obj: Any) -> None:
 
 
 def append_jsonl(path: str | Path, row: dict) -> None:
-    """Append one line; a crash can at worst leave a trailing partial line, which readers skip."""
+    """Append one line. A crash can leave a trailing partial line; the next append first drops it (and
+    says so on stderr), so complete lines are never glued to a torn one."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    repair_torn_tail(path)
     with open(path, "a", encoding="utf-8") as f:
         f.write(json.dumps(row, sort_keys=True, default=_json_default) + "\n")
+
+
+def repair_torn_tail(path: str | Path) -> int:
+    """Truncate an append-only file after its last complete line; returns the bytes dropped."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return 0
+    if size == 0:
+        return 0
+    with open(path, "rb+") as f:
+        f.seek(size - 1)
+        if f.read(1) == b"\n":
+            return 0
+        back = min(size, 1 << 20)
+        f.seek(size - back)
+        tail = f.read(back)
+        cut = tail.rfind(b"\n")
+        keep = size - back + cut + 1 if cut >= 0 else (0 if back == size else size)
+        if keep == size:
+            return 0
+        f.truncate(keep)
+    import sys
+
+    print(f"warning: {path}: dropped a torn last line ({size - keep} bytes) left by an interrupted write",
+          file=sys.stderr)
+    return size - keep
 
 
 def read_jsonl(path: str | Path) -> list[dict]:

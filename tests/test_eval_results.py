@@ -186,3 +186,16 @@ def test_summary_and_provenance_round_trip(tmp_path):
     loaded = results.load_run(tmp_path / "r1")
     assert loaded.summary()["x"] == 1
     assert loaded.provenance()["created_utc"].startswith("2026")
+
+
+def test_a_torn_last_line_is_dropped_before_the_next_append(tmp_path, capsys):
+    from electra_bench.atomic_io import append_jsonl, read_jsonl
+
+    path = tmp_path / "log.jsonl"
+    append_jsonl(path, {"a": 1})
+    with open(path, "a") as f:
+        f.write('{"a": 2, "b"')  # a kill mid-write
+    append_jsonl(path, {"a": 3})
+    assert path.read_text() == '{"a": 1}\n{"a": 3}\n'
+    assert read_jsonl(path) == [{"a": 1}, {"a": 3}]
+    assert "dropped a torn last line" in capsys.readouterr().err

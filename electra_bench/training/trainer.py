@@ -150,9 +150,10 @@ def pretrain(
         return done
     if d.is_main:
         out.mkdir(parents=True, exist_ok=True)
+        _remove_stale_temp_files(out)
         atomic_io.write_json(out / "run.json", identity)
-        if tokenizer is not None and not (out / "tokenizer").exists():
-            tokenizer.save(out / "tokenizer")
+        if tokenizer is not None:
+            _ensure_tokenizer(out / "tokenizer", tokenizer)
 
     torch.manual_seed(opts.seed)  # identical initial weights on every rank
     model = objectives.build(plan.objective, preset, special)
@@ -307,6 +308,26 @@ class _Diagnostics:
         values = diagnostics.heldout_diagnostics(self.model, self.batches, self.seeds, self.unigram, self.special,
                                                  self.device)
         return {f"diag/{k}": v for k, v in values.items()}
+
+
+def _remove_stale_temp_files(out: Path) -> None:
+    """Temp files of atomic writes interrupted by a kill (`.<name>.*.tmp`) in the run directory this
+    process owns."""
+    for p in out.rglob(".*.tmp"):
+        p.unlink(missing_ok=True)
+
+
+def _ensure_tokenizer(directory: Path, tokenizer) -> None:
+    """The saved tokenizer must be complete and the one the data was encoded with: verify it rather
+    than trust that the folder exists (a kill mid-save leaves a folder without it), else save it."""
+    from ..data.tokenizer import Tokenizer
+
+    try:
+        if Tokenizer.load(directory).sha256 == tokenizer.sha256:
+            return
+    except BenchError:
+        pass
+    tokenizer.save(directory)
 
 
 def _check_run_dir(out: Path, identity: dict, resume: bool) -> dict | None:
