@@ -20,6 +20,7 @@ import json
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -146,32 +147,40 @@ def _prepare(spec: CompareSpec, quiet: bool = True):
     return data, p, budget, plans
 
 
-_BLAS_LIMIT = None
-
-
-def _set_threads(threads: int) -> None:
-    """torch and the BLAS/OpenMP pools scikit-learn's probe uses: without the second, two probe workers
-    each start one BLAS thread per core and the 2 cores run 4+ busy threads (measured: a third slower)."""
-    global _BLAS_LIMIT
+@contextmanager
+def _threads(threads: int):
+    """torch and the BLAS/OpenMP pools scikit-learn's probe uses, for one job: without the second, two
+    probe workers each start one BLAS thread per core and the 2 cores run 4+ busy threads (measured: a
+    third slower). Restored afterwards, so a job run inline (jobs == 1) leaves its caller as it was."""
     import torch
     from threadpoolctl import threadpool_limits
 
+    before = torch.get_num_threads()
     torch.set_num_threads(threads)
-    _BLAS_LIMIT = threadpool_limits(threads)
+    try:
+        with threadpool_limits(threads):
+            yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def _pretrain_job(spec: CompareSpec, objective: str, seed: int, out_dir: str, quiet: bool) -> tuple[str, int, float]:
     """One pre-training run (in a worker process, or inline when jobs == 1)."""
-    _set_threads(spec.threads)
-    data, p, _, plans = _prepare(spec)
-    t = time.perf_counter()
-    runner.run(p, plans[objective], data, out_dir, TrainOptions(seed=seed, device=spec.device, quiet=quiet))
-    return objective, seed, time.perf_counter() - t
+    with _threads(spec.threads):
+        data, p, _, plans = _prepare(spec)
+        t = time.perf_counter()
+        runner.run(p, plans[objective], data, out_dir, TrainOptions(seed=seed, device=spec.device, quiet=quiet))
+        return objective, seed, time.perf_counter() - t
 
 
 def _score_job(spec: CompareSpec, objective: str, pretrain_seed: int, points: list[tuple], todo: dict) -> list[dict]:
     """Score a run's checkpoints (or, for "init", the untrained encoder of this pre-training seed) on
     the tasks still missing; returns score rows."""
+    with _threads(spec.threads):
+        return _score_points(spec, objective, pretrain_seed, points, todo)
+
+
+def _score_points(spec: CompareSpec, objective: str, pretrain_seed: int, points: list[tuple], todo: dict) -> list[dict]:
     import torch
 
     from .data.tasks import load_tasks
@@ -180,7 +189,6 @@ def _score_job(spec: CompareSpec, objective: str, pretrain_seed: int, points: li
     from .training import checkpoint
     from .training.distributed import resolve_device
 
-    _set_threads(spec.threads)
     data, p, _, _ = _prepare(spec)
     tasks = {t.spec.name: t for t in load_tasks(spec.source, list(spec.tasks) if spec.tasks else None)}
     recipe = recipe_for({"finetune_lr": p.finetune_lr, "layerwise_lr_decay": p.layerwise_lr_decay,
