@@ -64,11 +64,11 @@ def _draw_curves(ax, block: Mapping[str, Any], models: Mapping[str, Any], value_
         xs = [p["train_flops"] for p in own]
         ys = [value_of(p) for p in own]
         label = models.get(obj, {}).get("label", summary_mod.LABELS[obj])
-        ax.plot(xs, ys, marker="o", color=COLORS[obj], label=f"{label} (median)")
+        ax.plot(xs, ys, marker="o", color=COLORS[obj], label=label)
         bands = [band_of(p) for p in own]
         if all(b is not None for b in bands) and any(b[1] > b[0] for b in bands):
             ax.fill_between(xs, [b[0] for b in bands], [b[1] for b in bands], color=COLORS[obj], alpha=0.18,
-                            linewidth=0, label=f"{label} band (seed range)")
+                            linewidth=0, label=f"{label} band")
     init = next((p for p in points if p["objective"] == "init"), None)
     if init is not None and value_of(init) is not None:
         y = value_of(init)
@@ -77,8 +77,19 @@ def _draw_curves(ax, block: Mapping[str, Any], models: Mapping[str, Any], value_
         band = band_of(init)
         if band is not None and band[1] > band[0]:
             ax.axhspan(band[0], band[1], color=COLORS["init"], alpha=0.08, linewidth=0)
-    ax.set_xscale("log")
+    log_flops_axis(ax)
     ax.grid(True, which="major", alpha=0.3)
+
+
+def log_flops_axis(ax) -> None:
+    """Log x axis labelled at 1, 2, 3 and 5 per decade as "2e13": matplotlib's default also labels minor
+    ticks with mathtext when a curve spans less than a decade, and those labels overlap."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ax.set_xscale("log")
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 3.0, 5.0)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:.0e}".replace("e+", "e")))
+    ax.xaxis.set_minor_formatter(NullFormatter())
 
 
 def _score_band(p: Mapping[str, Any]):
@@ -124,8 +135,11 @@ def plot_scores(summary: Mapping[str, Any], out_dir: Path, *, protocol: str | No
     ax.set_title("\n".join(textwrap.fill(line, 100) for line in title.split("\n")), fontsize=9)
     ax.set_xlabel(f"pre-training FLOPs ({conv} convention, log scale)")
     n = max((p["score"]["n_seeds"] for p in block["points"]), default=0)
+    n_pre = max((p["score"].get("n_pretrain_seeds", 1) for p in block["points"]), default=1)
     agg = AGGREGATE_NAMES.get(summary["suite"]["aggregate"], summary["suite"]["aggregate"])
-    ax.set_ylabel(f"{agg}, 0-100\n(median of {n} evaluation seeds)")
+    how = (f"mean over {n_pre} pre-training seeds of the median of {n} evaluation seeds;\n"
+           f"band = range over pre-training seeds" if n_pre > 1 else f"median of {n} evaluation seeds")
+    ax.set_ylabel(f"{agg}, 0-100\n({how})", fontsize=9)
     ax.legend(fontsize=7, loc="best")
     return save(fig, out_dir, "score_vs_flops", formats)
 
@@ -152,7 +166,7 @@ def plot_tasks(summary: Mapping[str, Any], out_dir: Path, *, protocol: str | Non
     for j in range(len(tasks), nrows * ncols):
         axes[j // ncols][j % ncols].set_visible(False)
     fig.suptitle(f"{summary['suite']['name']}: per-task scores vs pre-training compute ({protocol}, "
-                 f"median over seeds, band = seed range)", fontsize=10)
+                 f"median over seeds, band as in score_vs_flops)", fontsize=10)
     return save(fig, out_dir, "tasks", formats)
 
 
@@ -180,7 +194,7 @@ def plot_learning(summary: Mapping[str, Any], out_dir: Path, *, formats: Sequenc
             ax.plot([p[0] for p in pts], [p[1] for p in pts], color=COLORS[obj], marker=".",
                     linestyle="-" if r["seed"] == 0 else "--", linewidth=1, label=label)
         ax.axhline(threshold, color="black", linestyle=":", linewidth=1, label="threshold")
-        ax.set_xscale("log")
+        log_flops_axis(ax)
         ax.set_title(title, fontsize=9)
         ax.set_xlabel(f"pre-training FLOPs ({convention} convention)", fontsize=8)
         ax.grid(True, alpha=0.3)
