@@ -33,7 +33,6 @@ def probe_scores(run: Path, untrained: bool) -> dict:
     from electra_bench.data.tasks import load_tasks
     from electra_bench.evaluation.glue_score import primary_metric
     from electra_bench.model import Encoder
-    from electra_bench.presets import Preset  # noqa: F401  (documents what run.json holds)
     from electra_bench.scoring import load_tokenizer_for, recipe_for, score_encoder
     from electra_bench.training import checkpoint
 

@@ -42,6 +42,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from .. import atomic_io
 from ..errors import BenchError, at
 from . import glue_score, learning
 from .results import FLOP_CONVENTIONS, PROTOCOLS, SCORES_FILE, RunDir
@@ -109,6 +110,15 @@ class _Scorer:
         return glue_score.suite_score_detail(task_metrics, primaries, partial=partial)
 
 
+def _complete_aggregate(rows: pd.DataFrame, scorer: _Scorer) -> float | None:
+    """The aggregate of these rows' per-(task, metric) medians; None when a task is missing."""
+    medians: dict[str, dict[str, float]] = {}
+    for (task, metric), v in rows.groupby(["task", "metric"])["value"].median().items():
+        medians.setdefault(task, {})[metric] = float(v)
+    detail = scorer(medians, partial=True)
+    return None if detail.missing or not detail.per_task else detail.value
+
+
 def _point(objective: str, fraction: float, rows: pd.DataFrame, scorer: _Scorer) -> dict:
     seeds = sorted(int(s) for s in rows["seed"].unique())
     tasks: dict[str, dict] = {}
@@ -130,15 +140,11 @@ def _point(objective: str, fraction: float, rows: pd.DataFrame, scorer: _Scorer)
     per_seed: dict[str, float] = {}
     incomplete: list[int] = []
     for seed in seeds:
-        srows = rows[rows["seed"] == seed]
-        seed_metrics: dict[str, dict[str, float]] = {}
-        for (task, metric), v in srows.groupby(["task", "metric"])["value"].median().items():
-            seed_metrics.setdefault(task, {})[metric] = float(v)
-        detail = scorer(seed_metrics, partial=True)
-        if detail.missing or not detail.per_task:
+        seed_value = _complete_aggregate(rows[rows["seed"] == seed], scorer)
+        if seed_value is None:
             incomplete.append(seed)
         else:
-            per_seed[str(seed)] = detail.value
+            per_seed[str(seed)] = seed_value
     seed_values = list(per_seed.values())
     value = None if math.isnan(aggregate.value) else aggregate.value
     band = "eval_seeds"
@@ -146,13 +152,9 @@ def _point(objective: str, fraction: float, rows: pd.DataFrame, scorer: _Scorer)
     pretrain_seeds = sorted(int(s) for s in rows["pretrain_seed"].unique()) if "pretrain_seed" in rows else [0]
     if len(pretrain_seeds) > 1:
         for ps in pretrain_seeds:
-            prows = rows[rows["pretrain_seed"] == ps]
-            med = {}
-            for (task, metric), v in prows.groupby(["task", "metric"])["value"].median().items():
-                med.setdefault(task, {})[metric] = float(v)
-            detail = scorer(med, partial=True)
-            if not detail.missing and detail.per_task:
-                per_pretrain[str(ps)] = detail.value
+            ps_value = _complete_aggregate(rows[rows["pretrain_seed"] == ps], scorer)
+            if ps_value is not None:
+                per_pretrain[str(ps)] = ps_value
         if len(per_pretrain) > 1:
             band = "pretrain_seeds"
             seed_values = list(per_pretrain.values())
@@ -346,10 +348,7 @@ def learning_report(run: RunDir) -> dict:
     for o in TRAINED:
         runs = []
         for seed in run.pretrain_seeds(o):
-            log = run.pretrain_log(o, seed)
-            rows = log.to_dict("records") if not log.empty else []
-            rows = [{k: v for k, v in r.items() if not (isinstance(v, float) and math.isnan(v))} for r in rows]
-            report = learning.run_report(o, rows)
+            report = learning.run_report(o, atomic_io.read_jsonl(run.pretrain_log_path(o, seed)))
             runs.append({"seed": seed, **report})
         if runs:
             out[o] = {
