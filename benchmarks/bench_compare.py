@@ -35,9 +35,10 @@ def run_compare(extra: list[str]) -> dict:
 def eval_throughput() -> dict:
     import torch
 
-    from electra_bench import presets, runner
-    from electra_bench.data.tasks import load_tasks
-    from electra_bench.finetune import Recipe, features, finetune
+    from electra_bench import presets
+    from electra_bench.training import run as runner
+    from electra_bench.data.task_sources import load_tasks
+    from electra_bench.evaluation.finetune import Recipe, features, finetune
     from electra_bench.model import Encoder
 
     p = presets.resolve("tiny")

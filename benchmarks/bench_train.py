@@ -57,9 +57,9 @@ from torch import nn
 
 from electra_bench import objectives, presets, special_tokens
 from electra_bench.model import count_parameters
-from electra_bench.objectives import _corrupt, choose_positions
-from electra_bench.training.budget import lr_at
-from electra_bench.training.trainer import _param_groups, measure_peak_flops, step_seed
+from electra_bench.objectives import corrupt, choose_positions
+from electra_bench.training.optim import lr_at, param_groups
+from electra_bench.training.trainer import measure_peak_flops, step_seed
 
 SPECIAL = special_tokens.DEFAULT
 LR_SCHEDULE_STEPS = 10_000  # lr_at() is evaluated every step, as in the trainer; its value does not matter here
@@ -108,10 +108,10 @@ def packed_batch(batch: int, seq_len: int, vocab_size: int, device: torch.device
 
 
 def make_optimizer(module: nn.Module, preset, device: torch.device) -> tuple[torch.optim.Optimizer, list]:
-    """The trainer's optimizer: AdamW over `_param_groups` (no decay on LayerNorm/biases, shared params once),
+    """The trainer's optimizer: AdamW over `param_groups` (no decay on LayerNorm/biases, shared params once),
     fused on CUDA only."""
     opt = torch.optim.AdamW(
-        _param_groups(module, preset.weight_decay), lr=preset.lr, betas=preset.adam_betas, eps=preset.adam_eps,
+        param_groups(module, preset.weight_decay), lr=preset.lr, betas=preset.adam_betas, eps=preset.adam_eps,
         fused=device.type == "cuda",
     )
     return opt, [p for g in opt.param_groups for p in g["params"]]
@@ -203,7 +203,7 @@ def build_hf(preset, objective: str, batch: dict, device: torch.device, bf16: bo
 
         def loss_fn(rng):
             positions, weights, _, labels = mask(rng)
-            corrupted = _corrupt(ids, positions, weights, SPECIAL, V, 0.8, 0.1, rng)
+            corrupted = corrupt(ids, positions, weights, SPECIAL, V, 0.8, 0.1, rng)
             return model(input_ids=corrupted, attention_mask=att, token_type_ids=seg, labels=labels).loss
 
     else:
@@ -217,7 +217,7 @@ def build_hf(preset, objective: str, batch: dict, device: torch.device, bf16: bo
 
         def loss_fn(rng):
             positions, weights, originals, labels = mask(rng)
-            gen_in = _corrupt(ids, positions, weights, SPECIAL, V, 0.85, 0.0, rng)
+            gen_in = corrupt(ids, positions, weights, SPECIAL, V, 0.85, 0.0, rng)
             g = gen(input_ids=gen_in, attention_mask=att, token_type_ids=seg, labels=labels)
             with torch.no_grad():  # gumbel-max sample at the masked positions, temperature 1
                 logits = torch.gather(g.logits, 1, positions[..., None].expand(-1, -1, g.logits.shape[-1]))

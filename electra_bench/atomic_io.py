@@ -43,7 +43,7 @@ def write_text(path: str | Path, text: str) -> None:
 
 
 def write_json(path: str | Path, obj: Any) -> None:
-    write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n")
+    write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=json_default) + "\n")
 
 
 def append_jsonl(path: str | Path, row: dict) -> None:
@@ -53,7 +53,7 @@ def append_jsonl(path: str | Path, row: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     repair_torn_tail(path)
     with open(path, "a", encoding="utf-8") as f:
-        f.write(json.dumps(row, sort_keys=True, default=_json_default) + "\n")
+        f.write(json.dumps(row, sort_keys=True, default=json_default) + "\n")
 
 
 def repair_torn_tail(path: str | Path) -> int:
@@ -107,7 +107,7 @@ def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
-def _json_default(o: Any) -> Any:
+def json_default(o: Any) -> Any:
     if isinstance(o, Path):
         return str(o)
     if hasattr(o, "item"):

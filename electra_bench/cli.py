@@ -2,6 +2,9 @@
 
 Every command that reports numbers takes --json (stable snake_case keys, documented in the README).
 User errors (BenchError) print one line `error: ...` and exit 2, without a traceback.
+
+Each command imports what it runs inside its body: `--help` and argument errors must not wait for
+torch (2-15 s to import here), so nothing at module level may import it.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import sys
 import click
 from rich.console import Console
 
-from . import presets as presets_mod
+from .choices import FLOP_CONVENTIONS, OBJECTIVES, PRECISIONS, PROTOCOLS
 from .errors import BenchError
 
 # Piped output (CI logs, files) gets a wide fixed width instead of rich's 80-column default.
@@ -57,7 +60,9 @@ def override_options(fn):
 
     @functools.wraps(fn)
     def wrapper(**kw):
-        ov = presets_mod.Overrides(**{k: kw.pop(k) for k in
+        from .presets import Overrides
+
+        ov = Overrides(**{k: kw.pop(k) for k in
                                       ("steps", "batch_size", "seq_len", "generator_size", "lr", "mask_prob",
                                        "vocab_size", "rtd_temperature", "dropout")})
         return fn(overrides=ov, **kw)
@@ -72,11 +77,13 @@ def main():
 
 
 @main.command()
-@click.option("--convention", type=click.Choice(["measured", "paper"]), default="paper", show_default=True)
+@click.option("--convention", type=click.Choice(FLOP_CONVENTIONS), default="paper", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def presets(convention, as_json):
     """List the presets with parameter counts and FLOPs per step per objective."""
-    from .views import preset_rows, presets_table
+    from .reporting.tables import preset_rows, presets_table
+
+    from . import presets as presets_mod
 
     rows = preset_rows(presets_mod.names(), convention)
     _emit_json(rows) if as_json else out.print(presets_table(rows))
@@ -84,16 +91,17 @@ def presets(convention, as_json):
 
 @main.command()
 @click.option("--preset", default="small", show_default=True)
-@click.option("--objective", type=click.Choice(presets_mod.OBJECTIVES), default="rtd", show_default=True)
-@click.option("--convention", type=click.Choice(["measured", "paper"]), default="measured", show_default=True)
+@click.option("--objective", type=click.Choice(OBJECTIVES), default="rtd", show_default=True)
+@click.option("--convention", type=click.Choice(FLOP_CONVENTIONS), default="measured", show_default=True)
 @override_options
 @click.option("--json", "as_json", is_flag=True)
 def flops(preset, objective, convention, overrides, as_json):
     """FLOPs of one training step and of the preset's full schedule (or --steps)."""
     from .flops import inference_flops, step_flops
-    from .views import key_value_table
+    from .presets import resolve
+    from .reporting.tables import key_value_table
 
-    p = presets_mod.resolve(preset, overrides).for_objective(objective)
+    p = resolve(preset, overrides).for_objective(objective)
     sf = step_flops(p, objective, convention)
     steps = p.steps[objective]
     result = {
@@ -118,8 +126,8 @@ def flops(preset, objective, convention, overrides, as_json):
 @click.option("--json", "as_json", is_flag=True)
 def signal(seq_len, mask_prob, vocab_size, as_json):
     """Learning signal per sequence: positions with gradient and bits of target, MLM vs RTD."""
-    from .signal import learning_signal
-    from .views import key_value_table
+    from .learning_signal import learning_signal
+    from .reporting.tables import key_value_table
 
     s = learning_signal(seq_len, mask_prob, vocab_size)
     _emit_json(s) if as_json else out.print(key_value_table("learning signal per sequence", s))
@@ -129,12 +137,12 @@ def train_options(fn):
     opts = [
         click.option("--preset", default="tiny", show_default=True),
         click.option("--budget", default=None, help="FLOPs (1e15) or a share of the paper's budget (25%)."),
-        click.option("--convention", type=click.Choice(["measured", "paper"]), default="measured", show_default=True),
+        click.option("--convention", type=click.Choice(FLOP_CONVENTIONS), default="measured", show_default=True),
         click.option("--corpus", default=None, help="Text file, directory, glob or hf:NAME (default: embedded suite)."),
         click.option("--vocab-file", default=None, help="A WordPiece vocab.txt (default: train one on the corpus)."),
         click.option("--seed", type=int, default=0, show_default=True),
         click.option("--device", default="auto", show_default=True),
-        click.option("--precision", type=click.Choice(["auto", "fp32", "bf16"]), default="auto", show_default=True),
+        click.option("--precision", type=click.Choice(PRECISIONS), default="auto", show_default=True),
         click.option("--compile", "compile_", is_flag=True, help="torch.compile the training step."),
         click.option("--quiet", is_flag=True, help="No progress display (for CI)."),
     ]
@@ -145,7 +153,7 @@ def train_options(fn):
 
 @main.command()
 @train_options
-@click.option("--objective", type=click.Choice(presets_mod.OBJECTIVES), required=True)
+@click.option("--objective", type=click.Choice(OBJECTIVES), required=True)
 @click.option("--out", "out_dir", default=None, help="Run directory (default results/pretrain-<preset>-<objective>-<budget>).")
 @click.option("--resume/--no-resume", default=True, show_default=True)
 @click.option("--log-every", type=int, default=10, show_default=True)
@@ -158,10 +166,11 @@ def train_options(fn):
 def pretrain(preset, budget, convention, corpus, vocab_file, seed, device, precision, compile_, quiet, objective,
              out_dir, resume, log_every, save_every, peak_flops, dry_run, show_config, overrides, as_json):
     """Pre-train one objective to a fixed FLOP budget."""
-    from . import runner
+    from .training import run as runner
+    from .presets import resolve
     from .training.trainer import TrainOptions
 
-    p = presets_mod.resolve(preset, overrides)
+    p = resolve(preset, overrides)
     if budget is None:
         raise BenchError("--budget is required (FLOPs like 1e15, or a share of the paper's budget like 25%)")
     if dry_run or show_config:  # planning needs no data: the preset's vocabulary stands
@@ -188,20 +197,16 @@ def pretrain(preset, budget, convention, corpus, vocab_file, seed, device, preci
 @click.option("--tasks", default=None, help="Comma-separated task names (default: all of the source).")
 @click.option("--data", "source", default=None, help="GLUE directory, parquet layout, hf:glue (default: embedded suite).")
 @click.option("--seeds", type=int, default=3, show_default=True)
-@click.option("--protocol", type=click.Choice(["finetune", "probe", "fewshot"]), default="finetune", show_default=True)
+@click.option("--protocol", type=click.Choice(PROTOCOLS), default="finetune", show_default=True)
 @click.option("--device", default="auto", show_default=True)
 @click.option("--json", "as_json", is_flag=True)
 def finetune(checkpoint, tasks, source, seeds, protocol, device, as_json):
     """Fine-tune (or probe) one checkpoint on every task with several seeds; median and spread."""
-    from .scoring import score_checkpoint
+    from .evaluation.scoring import score_checkpoint
+    from .reporting.tables import checkpoint_table
 
     result = score_checkpoint(checkpoint, source, tasks.split(",") if tasks else None, seeds, protocol, device)
-    if as_json:
-        _emit_json(result)
-    else:
-        from .scoring import checkpoint_table
-
-        out.print(checkpoint_table(result))
+    _emit_json(result) if as_json else out.print(checkpoint_table(result))
 
 
 @main.command()
@@ -209,14 +214,14 @@ def finetune(checkpoint, tasks, source, seeds, protocol, device, as_json):
 @click.option("--budget", default=None, help="Per-objective budget (default: the preset's tuned default).")
 @click.option("--quick", is_flag=True, help="The same path in about 3 minutes (for CI).")
 @click.option("--long", "long_mode", is_flag=True, help="The long CPU mode: 5x the default budget (about an hour).")
-@click.option("--convention", type=click.Choice(["measured", "paper"]), default="measured", show_default=True)
+@click.option("--convention", type=click.Choice(FLOP_CONVENTIONS), default="measured", show_default=True)
 @click.option("--corpus", default=None)
 @click.option("--data", "source", default=None, help="Downstream tasks (default: embedded suite).")
 @click.option("--tasks", default=None)
 @click.option("--seeds", type=int, default=None, help="Evaluation seeds per checkpoint and task.")
 @click.option("--pretrain-seeds", type=int, default=None,
               help="Pre-training runs per objective (default 2 on the CPU default); the score band is over these.")
-@click.option("--protocol", type=click.Choice(["finetune", "probe", "fewshot"]), default=None)
+@click.option("--protocol", type=click.Choice(PROTOCOLS), default=None)
 @click.option("--results", "root", default="results", show_default=True)
 @click.option("--run-id", default=None, help="Default: derived from the config, so a rerun resumes.")
 @click.option("--device", default="auto", show_default=True)
@@ -228,7 +233,7 @@ def finetune(checkpoint, tasks, source, seeds, protocol, device, as_json):
 def compare(preset, budget, quick, long_mode, convention, corpus, source, tasks, seeds, pretrain_seeds, protocol, root, run_id,
             device, jobs, threads, quiet, as_json, overrides):
     """Pre-train MLM and RTD to the same budget, score every checkpoint, report the curves."""
-    from .compare import CompareSpec, run_compare
+    from .experiments.compare import CompareSpec, run_compare
 
     spec = CompareSpec.resolve(preset=preset, budget=budget, quick=quick, convention=convention, corpus=corpus,
                                source=source, tasks=tasks.split(",") if tasks else None, seeds=seeds,
@@ -243,8 +248,8 @@ def compare(preset, budget, quick, long_mode, convention, corpus, source, tasks,
 @click.option("--format", "fmt", type=click.Choice(["table", "md", "csv", "latex"]), default="table", show_default=True)
 def report(runs, fmt):
     """Paper-style table and headline for one or more runs."""
-    from .evaluation.report import render
-    from .evaluation.results import load_run
+    from .reporting.report import render
+    from .reporting.results import load_run
 
     click.echo(render([load_run(r) for r in runs], fmt))
 
@@ -258,10 +263,9 @@ def report(runs, fmt):
 @click.option("--json", "as_json", is_flag=True)
 def check(run, baseline, tol, as_json):
     """CI regression check: exit 0 within tolerance, 1 on a regression, 2 on bad input."""
-    from .evaluation.regression import check as do_check
-    from .evaluation.results import load_run
-
-    from .evaluation.regression import score_tolerances
+    from .reporting.regression import check as do_check
+    from .reporting.regression import score_tolerances
+    from .reporting.results import load_run
 
     result = do_check(load_run(run), baseline, None if tol is None else score_tolerances(tol))
     click.echo(result.to_json() if as_json else result.render())
@@ -275,10 +279,8 @@ def check(run, baseline, tol, as_json):
               help="Allowed drop in score points (scores, margins); diagnostics use their own tolerances.")
 def baseline(run, out_path, tol):
     """Write a run's scores as a regression baseline for `check`."""
-    from .evaluation.regression import write_baseline
-    from .evaluation.results import load_run
-
-    from .evaluation.regression import score_tolerances
+    from .reporting.regression import score_tolerances, write_baseline
+    from .reporting.results import load_run
 
     write_baseline(load_run(run), out_path, tol=score_tolerances(tol))
     click.echo(out_path)
@@ -289,8 +291,8 @@ def baseline(run, out_path, tol):
 @click.option("--out", "out_dir", default="results/history", show_default=True)
 def history(runs, out_dir):
     """Plot final scores across stored runs (the regression plot)."""
-    from .evaluation.regression import history as do_history
-    from .evaluation.results import load_run
+    from .reporting.regression import history as do_history
+    from .reporting.results import load_run
 
     for path in do_history([load_run(r) for r in runs], out_dir):
         click.echo(str(path))
@@ -306,7 +308,7 @@ def data():
 @click.option("--json", "as_json", is_flag=True)
 def data_inspect(path, as_json):
     """What a corpus, a GLUE/task directory or the embedded suite (no PATH) holds."""
-    from .data.inspect import inspect_path, render_inspect
+    from .data.describe import inspect_path, render_inspect
 
     info = inspect_path(path)
     _emit_json(info) if as_json else out.print(render_inspect(info))

@@ -16,7 +16,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .model import DiscriminatorHead, Encoder, EncoderConfig, MaskedLMHead
+from . import special_tokens
+from .choices import OBJECTIVES, require
+from .model import DiscriminatorHead, Encoder, EncoderConfig, MaskedLMHead, count_parameters
 from .special_tokens import SpecialIds
 
 Batch = dict[str, torch.Tensor]
@@ -61,7 +63,7 @@ def choose_positions(
     return positions, weights
 
 
-def _corrupt(
+def corrupt(
     input_ids: torch.Tensor,
     positions: torch.Tensor,
     weights: torch.Tensor,
@@ -109,7 +111,7 @@ class MaskedLM(nn.Module):
         ids, seg, att = batch["input_ids"], batch["segment_ids"], batch["attention_mask"]
         positions, weights = choose_positions(ids, att, self.special, self.mask_prob, self.max_predictions, rng)
         labels = torch.gather(ids, 1, positions)  # (B, P)
-        corrupted = _corrupt(ids, positions, weights, self.special, self.encoder.cfg.vocab_size, 0.8, 0.1, rng)
+        corrupted = corrupt(ids, positions, weights, self.special, self.encoder.cfg.vocab_size, 0.8, 0.1, rng)
         hidden = self.encoder(corrupted, seg, att)  # (B, T, H)
         logits = self.head(hidden, positions)  # (B, P, V)
         loss, acc = _weighted_mlm(logits, labels, weights)
@@ -165,7 +167,7 @@ class ReplacedTokenDetection(nn.Module):
         positions, weights = choose_positions(ids, att, self.special, self.mask_prob, self.max_predictions, rng)
         labels = torch.gather(ids, 1, positions)  # (B, P)
         V = self.discriminator.cfg.vocab_size
-        gen_in = _corrupt(ids, positions, weights, self.special, V, 0.85, 0.0, rng)
+        gen_in = corrupt(ids, positions, weights, self.special, V, 0.85, 0.0, rng)
 
         gen_hidden = self.generator(gen_in, seg, att)  # (B, T, Hg)
         gen_logits = self.gen_head(gen_hidden, positions)  # (B, P, V)
@@ -232,13 +234,24 @@ def sample_replacements(logits: torch.Tensor, originals: torch.Tensor, temperatu
 
 def build(objective: str, preset, special: SpecialIds) -> MaskedLM | ReplacedTokenDetection:
     """The objective module for a resolved `presets.Preset`."""
-    if objective == "mlm":
+    if require("objective", objective, OBJECTIVES) == "mlm":
         return MaskedLM(preset.encoder, special, preset.mask_prob, preset.max_predictions)
-    if objective == "rtd":
-        return ReplacedTokenDetection(
-            preset.encoder, preset.generator, special, preset.mask_prob, preset.max_predictions, preset.disc_weight,
-            preset.rtd_temperature, preset.disallow_correct,
-        )
-    from .errors import BenchError
+    return ReplacedTokenDetection(
+        preset.encoder, preset.generator, special, preset.mask_prob, preset.max_predictions, preset.disc_weight,
+        preset.rtd_temperature, preset.disallow_correct,
+    )
 
-    raise BenchError(f"unknown objective '{objective}': choose mlm or rtd")
+
+def parameter_counts(p) -> dict[str, int]:
+    """Parameters of a resolved `presets.Preset`: the kept encoder, each objective's whole model and
+    RTD's generator (without the embeddings it shares with the discriminator)."""
+    # built on the meta device: no memory, no time, exact counts
+    with torch.device("meta"):
+        mlm = build("mlm", p.for_objective("mlm"), special_tokens.DEFAULT)
+        rtd = build("rtd", p.for_objective("rtd"), special_tokens.DEFAULT)
+    return {
+        "encoder": count_parameters(mlm.backbone()),
+        "mlm_total": count_parameters(mlm),
+        "rtd_total": count_parameters(rtd),
+        "generator": count_parameters(rtd.generator) - count_parameters(rtd.discriminator.embeddings),
+    }

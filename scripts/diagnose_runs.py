@@ -30,10 +30,12 @@ def final_diagnostics(run: Path) -> dict:
 
 
 def probe_scores(run: Path, untrained: bool) -> dict:
-    from electra_bench.data.tasks import load_tasks
+    from electra_bench.data.task_sources import load_tasks
     from electra_bench.evaluation.glue_score import primary_metric
     from electra_bench.model import Encoder
-    from electra_bench.scoring import load_tokenizer_for, recipe_for, score_encoder
+    from electra_bench.data.tokenizer import Tokenizer
+    from electra_bench.evaluation.scoring import recipe_for, score_encoder
+    from electra_bench.layout import checkpoint_tokenizer
     from electra_bench.training import checkpoint
 
     ckpt = run / "checkpoints" / "frac-1.0000"
@@ -42,7 +44,7 @@ def probe_scores(run: Path, untrained: bool) -> dict:
         torch.manual_seed(json.loads((run / "run.json").read_text())["seed"])
         encoder = Encoder(encoder.cfg)
     tasks = load_tasks(None, None)
-    rows = score_encoder(encoder, load_tokenizer_for(ckpt, meta), tasks, [0, 1],
+    rows = score_encoder(encoder, Tokenizer.load(checkpoint_tokenizer(ckpt, meta)), tasks, [0, 1],
                          recipe_for({"seq_len": meta.get("seq_len", 128)}, "probe"), torch.device("cpu"))
     per: dict = {}
     for r in rows:

@@ -20,10 +20,11 @@ from pathlib import Path
 
 import torch
 
-from electra_bench import atomic_io, presets, runner
-from electra_bench.data.tasks import load_tasks
+from electra_bench import atomic_io, presets
+from electra_bench.training import run as runner
+from electra_bench.data.task_sources import load_tasks
 from electra_bench.evaluation.glue_score import suite_score
-from electra_bench.scoring import recipe_for, score_encoder
+from electra_bench.evaluation.scoring import recipe_for, score_encoder
 from electra_bench.training import checkpoint
 from electra_bench.training.trainer import TrainOptions
 

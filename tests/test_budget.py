@@ -1,7 +1,8 @@
 import pytest
 
 from electra_bench.errors import BenchError
-from electra_bench.training.budget import lr_at, make_plan, parse_budget
+from electra_bench.training.budget import make_plan, parse_budget
+from electra_bench.training.optim import lr_at
 
 FRACS = (1 / 16, 1 / 8, 1 / 4, 1 / 2, 1.0)
 

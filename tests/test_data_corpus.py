@@ -11,7 +11,7 @@ import pytest
 
 from electra_bench.data import corpus as corpus_mod
 from electra_bench.data.corpus import open_corpus
-from electra_bench.data.inspect import corpus_info
+from electra_bench.data.describe import corpus_info
 from electra_bench.errors import BenchError
 
 

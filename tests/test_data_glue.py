@@ -10,8 +10,8 @@ import pytest
 
 from electra_bench.data import suite as suite_mod
 from electra_bench.data.glue import GLUE_TASKS, PAPER_TASKS
-from electra_bench.data.inspect import inspect_path, render_inspect
-from electra_bench.data.tasks import load_tasks
+from electra_bench.data.describe import inspect_path, render_inspect
+from electra_bench.data.task_sources import load_tasks
 from electra_bench.errors import BenchError
 
 MNLI_HEAD = ("index\tpromptID\tpairID\tgenre\tsentence1_binary_parse\tsentence2_binary_parse\tsentence1_parse\t"

@@ -262,9 +262,10 @@ def test_prepare_pretraining_end_to_end(tmp_path, monkeypatch):
     assert data.tokenizer.special.cls == 2 and 30 < data.tokenizer.vocab_size <= 80
     assert Tokenizer.is_saved_in(tmp_path / "tok")  # an empty tokenizer_dir receives the tokenizer
     assert len(data.train) > len(data.heldout) > 0
-    prov = data.provenance()
-    assert prov["corpus_sha256"] == data.corpus_sha256 and prov["train_sha256"] == data.train.sha256
-    json.dumps(prov)
+    hashes = data.hashes()
+    assert hashes["corpus_sha256"] == data.corpus_sha256 and hashes["train_sequences_sha256"] == data.train.sha256
+    assert hashes["tokenizer_sha256"] == data.tokenizer.sha256
+    json.dumps(hashes)
 
     # everything is cached: no training, tokenizing or packing the second time
     monkeypatch.setattr(Tokenizer, "train", lambda *a, **k: pytest.fail("retrained"))

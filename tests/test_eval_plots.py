@@ -3,7 +3,7 @@
 import xml.etree.ElementTree as ET
 
 from electra_bench.atomic_io import append_jsonl
-from electra_bench.evaluation import plots, regression, results
+from electra_bench.reporting import plots, regression, results
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -24,7 +24,7 @@ def make_run(tmp_path, run_id="r1"):
     for obj in ("mlm", "rtd"):
         for i in range(1, 20):
             diag = {"diag/mlm_gain_nats": 0.1 * i, "diag/token_cosine": 0.2, "diag/disc_auc": 0.7} if i % 5 == 0 else {}
-            append_jsonl(run.pretrain_log_path(obj), {"step": i, "flops": i * 5e12, "fraction": i / 20, "lr": 1e-3,
+            append_jsonl(run.layout.pretrain(obj).log, {"step": i, "flops": i * 5e12, "fraction": i / 20, "lr": 1e-3,
                                                       "loss": 8.0 / i ** 0.5, "tokens_per_s": 1.0, "elapsed_s": i,
                                                       **diag})
     return run
@@ -56,7 +56,7 @@ def test_plot_run_writes_png_and_svg(tmp_path):
 def test_plot_without_pretrain_logs_or_init(tmp_path):
     run = make_run(tmp_path)
     for obj in ("mlm", "rtd"):
-        run.pretrain_log_path(obj).unlink()
+        run.layout.pretrain(obj).log.unlink()
     paths = plots.plot_run(results.load_run(run.path), tmp_path / "out")
     assert {p.stem for p in paths} == {"score_vs_flops", "tasks"}
     assert_valid(paths)

@@ -6,7 +6,7 @@ import socket
 import pytest
 
 from electra_bench.errors import BenchError
-from electra_bench.evaluation import provenance
+from electra_bench.reporting import provenance
 
 
 def test_collect_fields_without_hostname():

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from electra_bench.errors import BenchError
-from electra_bench.evaluation import regression, results
+from electra_bench.reporting import regression, results
 
 
 def make_run(tmp_path, run_id="r1", rtd_final=75.0):

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from electra_bench.errors import BenchError
-from electra_bench.evaluation import report, results
+from electra_bench.reporting import report, results
 
 STANDARD = {
     "init": [(0, 0, 50)],

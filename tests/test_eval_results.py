@@ -7,7 +7,7 @@ import os
 import pytest
 
 from electra_bench.errors import BenchError
-from electra_bench.evaluation import results
+from electra_bench.reporting import results
 
 CONFIG = {"preset": "tiny", "budget": 1e13, "tasks": ["sst2", "rte"], "seeds": [0, 1]}
 

@@ -5,7 +5,8 @@ import math
 import pytest
 
 from electra_bench.errors import BenchError
-from electra_bench.evaluation import glue_score, results, summary
+from electra_bench.evaluation import glue_score
+from electra_bench.reporting import results, summary
 
 TASKS = ("sst2", "rte")
 
@@ -212,9 +213,9 @@ def test_band_is_over_pretraining_seeds(tmp_path):
 def _log_diag(run, obj, seed, **final):
     from electra_bench.atomic_io import append_jsonl
 
-    append_jsonl(run.pretrain_log_path(obj, seed), {"step": 0, "flops": 0.0, "fraction": 0.0,
+    append_jsonl(run.layout.pretrain(obj, seed).log, {"step": 0, "flops": 0.0, "fraction": 0.0,
                                                     "diag/mlm_gain_nats": 0.0, "diag/token_cosine": 0.2})
-    append_jsonl(run.pretrain_log_path(obj, seed), {"step": 10, "flops": 1e14, "fraction": 1.0,
+    append_jsonl(run.layout.pretrain(obj, seed).log, {"step": 10, "flops": 1e14, "fraction": 1.0,
                                                     **{f"diag/{k}": v for k, v in final.items()}})
 
 

@@ -1,6 +1,5 @@
 """Fine-tuning and probing: the recipe's mechanics and that both actually learn an easy task."""
 
-import dataclasses
 import random
 
 import pytest
@@ -8,7 +7,7 @@ import torch
 
 from electra_bench.data.tasks import Example, TaskData, TaskSpec
 from electra_bench.data.tokenizer import Tokenizer
-from electra_bench.finetune import Recipe, evaluate, layerwise_param_groups
+from electra_bench.evaluation.finetune import Recipe, evaluate, layerwise_param_groups
 from electra_bench.model import Encoder, EncoderConfig, SequenceClassifier
 
 WORDS = "the a film story plot actor scene music ending very quite rather was is felt looked".split()

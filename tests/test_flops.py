@@ -12,7 +12,8 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from electra_bench import objectives, presets, special_tokens
 from electra_bench.errors import BenchError
-from electra_bench.flops import CONVENTIONS, StepFlops, inference_flops, measured, paper, step_flops
+from electra_bench.choices import FLOP_CONVENTIONS as CONVENTIONS
+from electra_bench.flops import StepFlops, inference_flops, measured, paper, step_flops
 
 # ---------------------------------------------------------------- paper convention
 

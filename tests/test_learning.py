@@ -6,7 +6,7 @@ import torch
 from sklearn.metrics import roc_auc_score
 
 from electra_bench import objectives, presets
-from electra_bench.evaluation import learning
+from electra_bench.reporting import learning
 from electra_bench.model import Encoder
 from electra_bench.special_tokens import DEFAULT as SP
 from electra_bench.training import diagnostics

@@ -9,9 +9,9 @@ from click.testing import CliRunner
 
 from electra_bench import objectives
 from electra_bench.cli import main
-from electra_bench.compare import CompareSpec, run_compare
-from electra_bench.evaluation.regression import write_baseline, score_tolerances
-from electra_bench.evaluation.results import load_run
+from electra_bench.experiments.compare import CompareSpec, run_compare
+from electra_bench.reporting.regression import write_baseline, score_tolerances
+from electra_bench.reporting.results import load_run
 
 ARGS = dict(preset=None, budget="6e11", quick=True, convention="measured", corpus=None, source=None,
             tasks=["rt-polarity"], seeds=2, protocol="probe", device="cpu", pretrain_seeds=1, jobs=1, threads=1)
@@ -50,7 +50,7 @@ def test_check_fails_on_shuffled_labels_and_passes_on_the_real_objective(tmp_pat
 def test_an_inline_compare_job_leaves_the_callers_threads_alone():
     """compare --jobs 1 runs its jobs in the caller's process: their thread caps must not leak (a leaked
     torch.set_num_threads(1) once made a later in-process training differ from a 2-thread subprocess)."""
-    from electra_bench.compare import _threads
+    from electra_bench.experiments.compare import _threads
 
     before = torch.get_num_threads()
     with _threads(1):

@@ -48,7 +48,7 @@ def test_corruption_proportions(objective, mask_frac, random_frac):
     b = _batch(B=4000, T=40, V=30000)
     rng = torch.Generator().manual_seed(3)
     pos, w = choose_positions(b["input_ids"], b["attention_mask"], SP, 0.15, 6, rng)
-    new = objectives._corrupt(b["input_ids"], pos, w, SP, 30000, mask_frac, random_frac, rng)
+    new = objectives.corrupt(b["input_ids"], pos, w, SP, 30000, mask_frac, random_frac, rng)
     orig, got = torch.gather(b["input_ids"], 1, pos)[w > 0], torch.gather(new, 1, pos)[w > 0]
     n = orig.numel()
     masked = (got == SP.mask).float().sum() / n

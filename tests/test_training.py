@@ -23,7 +23,15 @@ def _preset(**kw):
                                batch_size=8, seq_len=32, **kw)
 
 
-def _run(tmp, synthetic, objective, steps=32, env_kill=None, **opt):
+def _kill_after(step):
+    """A fault hook: die like kill -9 right after `step` finishes (no cleanup, no flush)."""
+    def hook(done):
+        if done == step:
+            os._exit(137)
+    return (hook,)
+
+
+def _run(tmp, synthetic, objective, steps=32, **opt):
     p = _preset()
     plan = make_plan(objective, "measured", steps * 1e9 + 5e8, 1e9, FRACS)
     opts = TrainOptions(quiet=True, log_every=4, save_every_steps=5, heldout_batches=1, peak_flops=1e11, **opt)
@@ -58,9 +66,11 @@ def test_kill_and_resume_equals_uninterrupted(tmp_path, synthetic, objective):
         import sys; sys.path.insert(0, {os.path.dirname(__file__)!r})
         from conftest import SyntheticSequences
         from test_training import _run
-        _run(__import__('pathlib').Path({str(tmp_path / 'killed')!r}), SyntheticSequences, {objective!r})
+        from test_training import _kill_after
+        _run(__import__('pathlib').Path({str(tmp_path / 'killed')!r}), SyntheticSequences, {objective!r},
+             after_step=_kill_after(13))
     """)
-    proc = subprocess.run([sys.executable, "-c", script], env={**os.environ, "ELECTRA_BENCH_KILL_AT_STEP": "13"})
+    proc = subprocess.run([sys.executable, "-c", script])
     assert proc.returncode == 137  # died mid-run, after its state at step 10
     assert json.loads((tmp_path / "killed" / "state" / "latest.json").read_text())["step"] == 10
     _run(tmp_path / "killed", synthetic, objective)  # the same command again resumes

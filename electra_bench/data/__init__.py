@@ -3,9 +3,9 @@
 Public entry points (imported lazily, so that e.g. the token cache can be used without importing torch):
 
 - `prepare_pretraining(...)` -> `PretrainingData` (pretraining.py)
-- `load_tasks(source, names)` -> `list[TaskData]` (tasks.py)
+- `load_tasks(source, names)` -> `list[TaskData]` (task_sources.py)
 - `encode_examples(tokenizer, examples, max_len)` (encoding.py)
-- `inspect_path(path)` / `render_inspect(info)` (inspect.py)
+- `inspect_path(path)` / `render_inspect(info)` (describe.py)
 - `Tokenizer` (tokenizer.py), `open_corpus` (corpus.py), `load_suite` (suite.py)
 
 See docs/data.md for the formats, the cache layout and the packing algorithm.
@@ -25,14 +25,14 @@ _EXPORTS = {
     "Corpus": "corpus",
     "build_token_cache": "token_cache",
     "TokenCache": "token_cache",
-    "load_tasks": "tasks",
+    "load_tasks": "task_sources",
     "TaskSpec": "tasks",
     "TaskData": "tasks",
     "Example": "tasks",
     "GLUE_TASKS": "glue",
     "encode_examples": "encoding",
-    "inspect_path": "inspect",
-    "render_inspect": "inspect",
+    "inspect_path": "describe",
+    "render_inspect": "describe",
     "load_suite": "suite",
     "Suite": "suite",
     "cache_root": "cache",

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Callable, Iterator
 
+from ..atomic_io import sha256_file
 from ..errors import BenchError, at
 
 MAX_LINE_BYTES = 1 << 20
@@ -60,8 +61,6 @@ class Corpus:
             ds = _hf_dataset(self.hf_name, self.hf_config)
             h.update(f"hf:{self.hf_name}:{self.hf_config}:{getattr(ds, '_fingerprint', '')}\n".encode())
             return h.hexdigest()
-        from ..atomic_io import sha256_file
-
         for p in self.files:
             digest = memo.sha256(p) if memo is not None else sha256_file(p)
             h.update(f"{digest}\n".encode())
@@ -285,7 +284,7 @@ def require_datasets():
     """Import HF `datasets` in offline mode, or explain how to install it."""
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
     try:
-        import datasets  # type: ignore
+        import datasets  # type: ignore  # optional (the `hf` extra), imported only for hf: corpora
     except ImportError:
         raise BenchError("hf: sources need the Hugging Face `datasets` package: "
                          "pip install 'electra-bench[hf]' (or pip install datasets)") from None

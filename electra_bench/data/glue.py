@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..errors import BenchError
+from .corpus import require_datasets
 from .tasks import Example, TaskData, TaskSpec, TsvFile, convert_label, normalize_name, read_tsv_examples, select
 
 ACC = ("accuracy",)
@@ -217,7 +218,7 @@ def _parquet_files(d: Path, hf_split: str) -> list[Path]:
 
 def _read_parquet(path: Path, columns: list[str]) -> dict[str, list]:
     try:
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # optional (the `parquet` extra), only for parquet layouts
     except ImportError:
         raise BenchError(f"{path}: reading parquet needs pyarrow: pip install 'electra-bench[parquet]' "
                          f"(or pip install pyarrow)") from None
@@ -303,7 +304,6 @@ def _has_label(f: Path) -> bool:
 
 
 def load_hf_datasets(source: str, names: Sequence[str] | None) -> list[TaskData]:
-    from .corpus import require_datasets
 
     repo = source[3:] or "glue"
     if normalize_name(repo.split("/")[-1]) != "glue":

@@ -14,9 +14,12 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rich.console import Console
+
 from ..errors import BenchError
 from .cache import HashMemo, cache_root, entry_lock, short_key
 from .corpus import open_corpus
+from .suite import load_suite
 from .packing import PackedSequences, PackingConfig, pack
 from .token_cache import TokenCache, build_token_cache
 from .tokenizer import VOCAB_FILE, Tokenizer
@@ -34,16 +37,13 @@ class PretrainingData:
     corpus: str = ""  # the spec it was built from
     token_cache: TokenCache | None = field(default=None, repr=False)
 
-    def provenance(self) -> dict:
-        """What identifies this data, for results files."""
-        tc = self.token_cache
+    def hashes(self) -> dict:
+        """What identifies this data in a run's identity and provenance."""
         return {
-            "corpus": self.corpus, "corpus_sha256": self.corpus_sha256,
-            "tokenizer_sha256": self.tokenizer.sha256, "vocab_size": self.tokenizer.vocab_size,
-            "seq_len": self.train.seq_len, "train_sha256": self.train.sha256,
-            "heldout_sha256": self.heldout.sha256, "train_sequences": len(self.train),
-            "heldout_sequences": len(self.heldout), "corpus_tokens": tc.n_tokens if tc else None,
-            "packing": self.train.meta.get("config"), "seed": self.train.meta.get("seed"),
+            "corpus_sha256": self.corpus_sha256,
+            "tokenizer_sha256": self.tokenizer.sha256,
+            "train_sequences_sha256": self.train.sha256,
+            "heldout_sequences_sha256": self.heldout.sha256,
         }
 
 
@@ -59,8 +59,6 @@ def prepare_pretraining(corpus: str | os.PathLike | None, seq_len: int, vocab_si
     saved there. With a given vocab, `vocab_size` is ignored: `data.tokenizer.vocab_size` is the truth.
     """
     if corpus is None:
-        from .suite import load_suite
-
         corpus = str(load_suite().corpus)
     c = open_corpus(corpus)
     root = cache_root(cache_dir)
@@ -108,8 +106,6 @@ def trained_tokenizer(c, corpus_sha: str, vocab_size: int, root: Path, progress:
         if Tokenizer.is_saved_in(entry):
             return Tokenizer.load(entry)
         if progress and sys.stderr.isatty():
-            from rich.console import Console
-
             with Console(stderr=True).status(f"training a {vocab_size}-token WordPiece vocab on {c.spec}"):
                 tok = Tokenizer.train(c.texts(), vocab_size, max_chars=TOKENIZER_TRAIN_MAX_CHARS)
         else:

@@ -1,12 +1,5 @@
-"""Fine-tuning tasks: specs, examples, and `load_tasks` for every supported source.
-
-Sources:
-- None: the embedded suite (electra_bench/assets/suite), all its tasks;
-- a suite directory (holds suite.json);
-- an official GLUE directory as written by download_glue_data.py (CoLA/, SST-2/, ... ; see glue.py),
-  or one task's directory from it (e.g. glue_data/RTE);
-- a directory in the HF hub parquet layout of nyu-mll/glue (cola/train-*.parquet, ...);
-- `hf:glue` (or `hf:nyu-mll/glue`): the HF `datasets` cache, offline (needs the `hf` extra).
+"""Fine-tuning tasks as data: specs, examples, the TSV reader and label conversion. Loading a task
+source (the suite, GLUE layouts, hf:glue) is task_sources.py's job.
 
 Labels: an int index into `spec.labels` for classification, a float for regression, None when the
 split is unlabeled (GLUE test sets).
@@ -15,13 +8,13 @@ split is unlabeled (GLUE test sets).
 from __future__ import annotations
 
 import math
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
 
 from ..errors import BenchError, at
+from .corpus import iter_text_lines
 
 
 @dataclass(frozen=True)
@@ -67,28 +60,6 @@ def normalize_name(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
-def load_tasks(source: str | os.PathLike | None, names: Sequence[str] | None = None) -> list[TaskData]:
-    """Load fine-tuning tasks from `source` (see the module docstring); `names` selects some of them."""
-    from . import glue
-    from .suite import is_suite_dir, load_suite
-
-    if source is None or str(source) == "suite":
-        return load_suite_tasks(load_suite(None), names)
-    s = str(source)
-    if s.startswith("hf:"):
-        return glue.load_hf_datasets(s, names)
-    path = Path(s).expanduser()
-    if not path.exists():
-        raise BenchError(f"{path}: no such directory (expected a GLUE directory, an HF parquet GLUE "
-                         f"directory, a suite directory, or hf:glue)")
-    if not path.is_dir():
-        raise BenchError(f"{path}: not a directory (expected a GLUE directory, an HF parquet GLUE "
-                         f"directory, a suite directory, or hf:glue)")
-    if is_suite_dir(path):
-        return load_suite_tasks(load_suite(path), names)
-    return glue.load_glue_dir(path, names)
-
-
 def select(available: Sequence[str], names: Sequence[str] | None, where: str) -> list[str]:
     """The available names that `names` asks for (all when None), in the order asked."""
     if names is None:
@@ -104,38 +75,6 @@ def select(available: Sequence[str], names: Sequence[str] | None, where: str) ->
     return out
 
 
-# -- the suite ------------------------------------------------------------------------------------
-
-
-def load_suite_tasks(suite, names: Sequence[str] | None) -> list[TaskData]:
-    chosen = select([t.name for t in suite.tasks], names, str(suite.path / "suite.json"))
-    out = []
-    for t in suite.tasks:
-        if t.name not in chosen:
-            continue
-        spec = TaskSpec(name=t.name, text_fields=t.text_fields, labels=t.labels, regression=t.regression,
-                        metrics=t.metrics, primary=t.primary)
-        splits = {}
-        for split in ("train", "dev", "test"):
-            f = _first_existing(suite.task_dir(t.name), (f"{split}.tsv.gz", f"{split}.tsv"))
-            if f is None:
-                if split == "test":
-                    continue
-                raise BenchError(f"{suite.task_dir(t.name) / (split + '.tsv.gz')}: missing {split} split of "
-                                 f"task '{t.name}'")
-            splits[split] = read_tsv_examples(spec, f, text_cols=t.text_fields,
-                                              label_col="label",
-                                              optional_label=split == "test")
-        out.append(TaskData(spec=spec, splits=splits, source=str(suite.task_dir(t.name))))
-    out.sort(key=lambda td: chosen.index(td.spec.name))
-    return out
-
-
-def _first_existing(d: Path, names: Sequence[str]) -> Path | None:
-    for n in names:
-        if (d / n).is_file():
-            return d / n
-    return None
 
 
 # -- TSV reading (tab-separated, no quoting: quotes are ordinary characters) ------------------------
@@ -149,8 +88,6 @@ class TsvFile:
     """
 
     def __init__(self, path: Path, header: bool = True, n_fields: int | None = None):
-        from .corpus import iter_text_lines
-
         self.path = Path(path)
         if not self.path.is_file():
             raise BenchError(f"{self.path}: missing file")

@@ -26,6 +26,9 @@ from typing import Callable
 
 import numpy as np
 
+from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+
 from .. import atomic_io
 from ..errors import BenchError
 from .cache import HashMemo, cache_root, entry_lock, read_meta, remove_stale_temps, short_key
@@ -232,9 +235,6 @@ def _build(entry: Path, corpus: Corpus, corpus_sha: str, tokenizer: Tokenizer, p
 @contextlib.contextmanager
 def _progress_bar(enabled: bool, description: str, total: int):
     """(Progress, task id) — a rich bytes progress bar on stderr, or an inert one when disabled."""
-    from rich.console import Console
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
-
     prog = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
                     TimeRemainingColumn(), console=Console(stderr=True), transient=True,
                     disable=not enabled or not sys.stderr.isatty())

@@ -25,6 +25,7 @@ from tokenizers import decoders, models, normalizers, pre_tokenizers, trainers
 from .. import atomic_io
 from ..errors import BenchError, at
 from ..special_tokens import ALL, SpecialIds
+from .corpus import iter_text_lines
 
 META_FILE = "electra_bench_tokenizer.json"
 VOCAB_FILE = "vocab.txt"
@@ -62,8 +63,6 @@ class Tokenizer:
     @classmethod
     def from_vocab_file(cls, path: str | os.PathLike) -> "Tokenizer":
         """Read a BERT `vocab.txt`; anything else is a BenchError naming file:line."""
-        from .corpus import iter_text_lines
-
         path = Path(path)
         if not path.is_file():
             raise BenchError(f"{path}: no such vocab file (expected a BERT vocab.txt, one token per line)")

@@ -10,6 +10,9 @@ Undefined values are reported as 0, never NaN, so an aggregate over tasks stays 
 prediction has no correlation with the labels (Pearson/Spearman 0, as scikit-learn already does for MCC),
 and F1 with no predicted or true positives is 0 (scikit-learn's `zero_division=0`). An untrained encoder
 that predicts one class therefore scores MCC 0 / F1 0, which is the honest reading.
+
+scikit-learn's and scipy's metric functions are imported where they are used: together they take ~3 s
+to import, and `report`/`check`, which read stored scores, never call them.
 """
 
 from __future__ import annotations
@@ -27,10 +30,6 @@ SCALE = 100.0
 CLASSIFICATION = ("accuracy", "f1", "mcc")
 REGRESSION = ("pearson", "spearman")
 METRICS = CLASSIFICATION + REGRESSION
-
-# Every metric is higher-is-better; kept explicit for the regression check.
-HIGHER_IS_BETTER = {name: True for name in METRICS}
-
 
 def _accuracy(pred: np.ndarray, gold: np.ndarray) -> float:
     from sklearn.metrics import accuracy_score

@@ -12,10 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import BenchError
-
-CONVENTIONS = ("measured", "paper")
-_OBJECTIVES = ("mlm", "rtd")
+from ..choices import FLOP_CONVENTIONS, OBJECTIVES, require
 
 
 @dataclass(frozen=True)
@@ -28,13 +25,6 @@ class StepFlops:
     breakdown: dict[str, float]
 
 
-def _check(objective: str, convention: str) -> None:
-    if convention not in CONVENTIONS:
-        raise BenchError(f"unknown FLOP convention '{convention}': choose {' or '.join(CONVENTIONS)}")
-    if objective not in _OBJECTIVES:
-        raise BenchError(f"unknown objective '{objective}': choose mlm or rtd")
-
-
 _CACHE: dict[tuple[str, str, str], StepFlops] = {}
 
 
@@ -42,7 +32,8 @@ def step_flops(preset, objective: str, convention: str = "measured") -> StepFlop
     """FLOPs of one optimizer step of `objective` ("mlm" | "rtd") for a resolved `presets.Preset`.
     "paper": train = 2 x forward (the paper counts backward = forward); "measured": train = 3 x forward.
     Cached per (preset, objective, convention)."""
-    _check(objective, convention)
+    require("FLOP convention", convention, FLOP_CONVENTIONS)
+    require("objective", objective, OBJECTIVES)
     key = (repr(preset), objective, convention)
     if key not in _CACHE:
         if convention == "paper":
@@ -65,7 +56,7 @@ def inference_flops(preset, convention: str = "paper") -> float:
     pre-training heads) on ONE sequence of preset.seq_len. "paper" follows the script's
     `get_infer_flops` (a binary head at every position stands in for the classifier);
     "measured" counts the encoder plus a 2-label [CLS] classifier."""
-    _check("mlm", convention)
+    require("FLOP convention", convention, FLOP_CONVENTIONS)
     if convention == "paper":
         from .paper import paper_inference_flops
 
@@ -75,4 +66,4 @@ def inference_flops(preset, convention: str = "paper") -> float:
     return float(measured_inference_flops(preset))
 
 
-__all__ = ["CONVENTIONS", "StepFlops", "step_flops", "inference_flops"]
+__all__ = ["StepFlops", "step_flops", "inference_flops"]

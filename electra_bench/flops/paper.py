@@ -27,6 +27,7 @@ All functions below return FORWARD FLOPs; per token means per position of a leng
 
 from __future__ import annotations
 
+from ..choices import OBJECTIVES, require
 from ..model import EncoderConfig
 
 DROPOUT_FLOPS = 4  # random number, >=, multiply by mask, multiply by 1/(1-p)
@@ -163,17 +164,13 @@ def paper_step(preset, objective: str) -> tuple[float, dict[str, float]]:
     """Forward FLOPs of one optimizer step (preset.batch_size sequences of preset.seq_len) and the
     TRAINING FLOPs (2 x forward) by model: {"encoder"} for mlm, {"generator", "discriminator"} for rtd."""
     tokens = preset.batch_size * preset.seq_len
-    if objective == "mlm":
+    if require("objective", objective, OBJECTIVES) == "mlm":
         models = {"encoder": paper_flops_per_token(preset.encoder, preset.seq_len, "mlm")}
-    elif objective == "rtd":
+    else:
         models = {
             "generator": paper_flops_per_token(preset.generator, preset.seq_len, "mlm"),
             "discriminator": paper_flops_per_token(preset.encoder, preset.seq_len, "binary"),
         }
-    else:
-        from ..errors import BenchError
-
-        raise BenchError(f"unknown objective '{objective}': choose mlm or rtd")
     forward = tokens * sum(models.values())
     return forward, {k: 2 * tokens * v for k, v in models.items()}
 

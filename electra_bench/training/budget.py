@@ -88,12 +88,3 @@ def make_plan(
         by_step[max(1, round(f * total))] = f
     checkpoints = {f: s for s, f in sorted(by_step.items())}
     return Plan(objective, convention, budget, flops_per_step, total, checkpoints)
-
-
-def lr_at(step: int, total_steps: int, peak: float, warmup_fraction: float) -> float:
-    """Learning rate for optimizer step `step` (0-based), keyed to the fraction of the budget spent:
-    linear warmup over `warmup_fraction` of the budget, then linear decay to zero at the budget (the
-    paper's schedule, rescaled so a 1/16 budget still warms up and decays fully, as cramming does)."""
-    frac = step / total_steps
-    warm = 1.0 if warmup_fraction <= 0 else min(1.0, (step + 1) / max(1.0, warmup_fraction * total_steps))
-    return peak * warm * max(0.0, 1.0 - frac)

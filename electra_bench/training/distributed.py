@@ -71,8 +71,3 @@ def mean_over_ranks(values: dict[str, float], d: Dist) -> dict[str, float]:
         t = t.to(d.device)
     dist.all_reduce(t)
     return {k: float(v) / d.world for k, v in zip(keys, t.tolist())}
-
-
-def teardown(d: Dist) -> None:
-    if d.world > 1 and dist.is_initialized():
-        dist.destroy_process_group()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
@@ -17,7 +16,6 @@ class TrainingProgress:
         self.quiet = quiet
         self.budget = budget_flops
         self.total_steps = total_steps
-        self.started = time.perf_counter()
         self._progress = None
         if not quiet:
             self._progress = Progress(

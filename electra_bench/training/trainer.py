@@ -5,37 +5,34 @@ fraction of the budget spent, and every random draw (data order, masking, dropou
 from (seed, step, rank), so a run killed at any moment and started again finishes with the same losses,
 weights and FLOPs as one that never stopped (on CPU; CUDA kernels may differ in the last bits).
 
-Directory layout (`out_dir`):
-    run.json              the plan and resolved config; a rerun must match it
-    log.jsonl             one row every `log_every` steps, at checkpoints, and at every diagnostics point
-                          (step 0 and each 1/16 of the budget: the `diag/*` keys, see diagnostics.py)
-    tokenizer/            the tokenizer the data was encoded with (fine-tuning uses the same)
-    checkpoints/frac-F/   the kept encoder at each budget fraction F (see checkpoint.py)
-    state/                the newest resumable state
-    done.json             written last: the run's summary
+The run directory's layout is `layout.PretrainLayout`'s. `log.jsonl` gets one row every `log_every`
+steps, at checkpoints, and at every diagnostics point (step 0 and each 1/16 of the budget: the `diag/*`
+keys, see diagnostics.py).
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
 import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Callable, Protocol
 
 import numpy as np
 import torch
 
 from .. import atomic_io, objectives
+from ..data.tokenizer import Tokenizer
 from ..errors import BenchError
+from ..layout import TOKENIZER_FROM_CHECKPOINT, PretrainLayout, fraction_dir
 from ..presets import Preset
 from ..special_tokens import SpecialIds
-from . import checkpoint, diagnostics, distributed
-from .budget import Plan, lr_at
+from . import checkpoint, diagnostics, distributed, optim
+from .budget import Plan
 from .progress import TrainingProgress
+from .step import train_step
 
 
 class SequenceSource(Protocol):
@@ -62,10 +59,8 @@ class TrainOptions:
     peak_flops: float | None = None  # declared peak for MFU; None: measured at start
     quiet: bool = False
     resume: bool = True
-
-
-def fraction_dir(f: float) -> str:
-    return f"frac-{f:.4f}"
+    # called with the number of finished steps after each step (tests inject faults here, e.g. a kill)
+    after_step: tuple[Callable[[int], None], ...] = ()
 
 
 def step_seed(seed: int, step: int, rank: int, stream: int = 0) -> int:
@@ -110,17 +105,6 @@ def measure_peak_flops(device: torch.device, dtype: torch.dtype, n: int = 2048, 
     return 2 * n**3 / best
 
 
-def _param_groups(module: torch.nn.Module, weight_decay: float):
-    """Weight decay except LayerNorm and biases (as BERT/ELECTRA); shared parameters listed once."""
-    decay, no_decay, seen = [], [], set()
-    for name, p in module.named_parameters():
-        if id(p) in seen or not p.requires_grad:
-            continue
-        seen.add(id(p))
-        (no_decay if p.ndim < 2 or "norm" in name else decay).append(p)
-    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-
-
 def pretrain(
     preset: Preset,
     plan: Plan,
@@ -133,132 +117,179 @@ def pretrain(
     tokenizer=None,
 ) -> dict:
     """Train `plan.objective` for `plan.total_steps` steps; returns the summary (also in done.json)."""
-    out = Path(out_dir)
+    out = PretrainLayout(out_dir)
     d = distributed.setup(opts.device)
-    if preset.batch_size % d.world:
-        raise BenchError(f"batch size {preset.batch_size} is not divisible by {d.world} processes")
-    local_batch = preset.batch_size // d.world
-    if len(train) == 0:
-        raise BenchError("the pre-training data holds no sequences")
-    if train.seq_len != preset.seq_len:
-        raise BenchError(f"data was packed to length {train.seq_len} but the preset uses {preset.seq_len}")
-
+    local_batch = _local_batch(preset, train, d)
     identity = {"preset": preset.to_dict(), "plan": plan.to_dict(), "seed": opts.seed, "world_size": d.world,
                 **(run_info or {})}
     done = _check_run_dir(out, identity, opts.resume)
     if done is not None:
         return done
     if d.is_main:
-        out.mkdir(parents=True, exist_ok=True)
-        _remove_stale_temp_files(out)
-        atomic_io.write_json(out / "run.json", identity)
-        if tokenizer is not None:
-            _ensure_tokenizer(out / "tokenizer", tokenizer)
+        _prepare_run_dir(out, identity, tokenizer)
 
-    torch.manual_seed(opts.seed)  # identical initial weights on every rank
-    model = objectives.build(plan.objective, preset, special)
-    unigram = None
-    if preset.output_prior_init or heldout is not None:
-        unigram = diagnostics.unigram_log_probs(train.token_counts(preset.encoder.vocab_size), special)
-    if preset.output_prior_init:
-        model.init_output_priors(unigram)
+    model, unigram = _build_model(plan.objective, preset, train, heldout is not None, special, opts.seed)
     model = model.to(d.device)
     diag = _Diagnostics(model, heldout, preset, opts, special, d.device, unigram)
-    diag_steps = diag.steps(plan)
-    use_bf16 = opts.precision == "bf16" or (opts.precision == "auto" and d.device.type == "cuda")
-    fused = d.device.type in ("cuda", "cpu")  # fused AdamW: same numbers, fewer kernel launches
-    optimizer = torch.optim.AdamW(
-        _param_groups(model, preset.weight_decay), lr=preset.lr, betas=preset.adam_betas, eps=preset.adam_eps,
-        fused=fused,
-    )
-    start_step = 0
-    if opts.resume:
-        info = checkpoint.load_state(out / "state", model, optimizer)
-        if info is not None:
-            start_step = info["step"]
-    if d.is_main:
-        _truncate_log(out / "log.jsonl", start_step if start_step > 0 else -1)
-        if start_step == 0 and diag.enabled:
-            atomic_io.append_jsonl(out / "log.jsonl", {"step": 0, "flops": 0.0, "fraction": 0.0, **diag.row()})
+    optimizer = optim.pretraining_optimizer(model, preset, d.device)
+    start_step = _resume(out, model, optimizer, opts.resume, d, diag)
     wrapped = distributed.wrap(model, d)
-    step_fn = torch.compile(wrapped) if opts.compile else wrapped
-
-    peak = opts.peak_flops or measure_peak_flops(d.device, torch.bfloat16 if use_bf16 else torch.float32)
+    forward = torch.compile(wrapped) if opts.compile else wrapped
+    bf16 = opts.precision == "bf16" or (opts.precision == "auto" and d.device.type == "cuda")
+    peak = opts.peak_flops or measure_peak_flops(d.device, torch.bfloat16 if bf16 else torch.float32)
     order = _Order(len(train), opts.seed)
-    tokens_per_step = preset.batch_size * preset.seq_len
     clip_params = [p for g in optimizer.param_groups for p in g["params"]]
-    last_save = time.perf_counter()
-    window_t, window_steps = time.perf_counter(), 0
-    kill_at = int(os.environ.get("ELECTRA_BENCH_KILL_AT_STEP", "0"))  # tests: simulate a kill -9
+    log_steps = _log_steps(plan, opts.log_every) | diag.steps(plan)
+    meter = _Throughput(preset.batch_size * preset.seq_len, plan.flops_per_step, peak * d.world)
+    saver = _StateSaver(out, opts, plan)
 
     with TrainingProgress(plan.objective, plan.budget, plan.total_steps, opts.quiet or not d.is_main) as bar:
         bar.update(start_step, plan.flops_at(start_step), 0.0, None, {})
         for step in range(start_step, plan.total_steps):
             model.train()
-            lr = lr_at(step, plan.total_steps, preset.lr, preset.warmup_fraction)
-            for g in optimizer.param_groups:
-                g["lr"] = lr
+            lr = optim.lr_at(step, plan.total_steps, preset.lr, preset.warmup_fraction)
+            optim.set_lr(optimizer, lr)
             idx = order.indices(step * preset.batch_size + d.rank * local_batch, local_batch)
             batch = {k: v.to(d.device, non_blocking=True) for k, v in train.batch(idx).items()}
             seed = step_seed(opts.seed, step, d.rank)
             torch.manual_seed(seed)  # dropout
             rng = torch.Generator(device=d.device).manual_seed(seed)
-            with torch.autocast(d.device.type, dtype=torch.bfloat16, enabled=use_bf16):
-                result = step_fn(batch, rng)
+            result = train_step(forward, optimizer, batch, rng, clip_params, preset.grad_clip, d.device.type, bf16)
             if not torch.isfinite(result.loss):
                 raise BenchError(
                     f"non-finite {plan.objective} loss at step {step + 1} of {plan.total_steps} (lr {lr:.2g}); "
-                    f"the last good state is kept in {out / 'state'}; try a lower --lr"
+                    f"the last good state is kept in {out.state}; try a lower --lr"
                 )
-            optimizer.zero_grad(set_to_none=True)
-            result.loss.backward()
-            torch.nn.utils.clip_grad_norm_(clip_params, preset.grad_clip)
-            optimizer.step()
             done_steps = step + 1
-            window_steps += 1
-
-            is_ckpt = done_steps in plan.checkpoints.values()
-            is_diag = done_steps in diag_steps
-            if done_steps % opts.log_every == 0 or is_ckpt or is_diag or done_steps == plan.total_steps:
+            meter.tick()
+            if done_steps in log_steps:
                 metrics = distributed.mean_over_ranks(
                     {"loss": float(result.loss.detach()), **{k: float(v) for k, v in result.metrics.items()}}, d
                 )
-                elapsed = time.perf_counter() - window_t
-                tok_s = window_steps * tokens_per_step / max(elapsed, 1e-9)
-                mfu = window_steps * plan.flops_per_step / max(elapsed, 1e-9) / (peak * d.world)
+                tok_s, mfu = meter.read()
                 row = {"step": done_steps, "flops": plan.flops_at(done_steps),
                        "fraction": done_steps / plan.total_steps, "lr": lr, **metrics,
                        "tokens_per_s": tok_s, "mfu": mfu}
-                if (is_ckpt or is_diag) and diag.enabled:
-                    with torch.autocast(d.device.type, dtype=torch.bfloat16, enabled=use_bf16):
+                if done_steps in diag.steps(plan):
+                    with torch.autocast(d.device.type, dtype=torch.bfloat16, enabled=bf16):
                         row.update(diag.row())
-                if is_ckpt:
-                    frac = next(f for f, s in plan.checkpoints.items() if s == done_steps)
-                    if d.is_main:
-                        checkpoint.save_encoder(
-                            out / "checkpoints" / fraction_dir(frac), model.backbone(),
-                            {"objective": plan.objective, "fraction": frac, "step": done_steps,
-                             "train_flops": plan.flops_at(done_steps), "convention": plan.convention,
-                             "preset": preset.name, "seed": opts.seed, "seq_len": preset.seq_len, "tokenizer": "../../tokenizer",
-                             "finetune_lr": preset.finetune_lr, "layerwise_lr_decay": preset.layerwise_lr_decay},
-                        )
+                if done_steps in plan.checkpoints.values() and d.is_main:
+                    _save_checkpoint(out, model, plan, preset, opts.seed, done_steps)
                 if d.is_main:
-                    atomic_io.append_jsonl(out / "log.jsonl", row)
+                    atomic_io.append_jsonl(out.log, row)
                 bar.update(done_steps, plan.flops_at(done_steps), tok_s, mfu, metrics)
-                window_t, window_steps = time.perf_counter(), 0
+            saver.maybe_save(done_steps, model, optimizer, d)
+            for hook in opts.after_step:
+                hook(done_steps)
 
-            due = (opts.save_every_steps and done_steps % opts.save_every_steps == 0) or is_ckpt or (
-                time.perf_counter() - last_save > opts.save_interval_s
-            )
-            if due and done_steps < plan.total_steps:
-                if d.is_main:
-                    checkpoint.save_state(out / "state", done_steps, model, optimizer, {"objective": plan.objective})
-                distributed.barrier(d)
-                last_save = time.perf_counter()
-            if kill_at and done_steps == kill_at:
-                os._exit(137)
+    summary = _summary(plan, peak, d, bf16)
+    if d.is_main:
+        atomic_io.write_json(out.done, summary)
+        shutil.rmtree(out.state, ignore_errors=True)  # the run is complete; checkpoints hold what is kept
+    distributed.barrier(d)
+    return summary
 
-    summary = {
+
+def _local_batch(preset: Preset, train: SequenceSource, d) -> int:
+    if preset.batch_size % d.world:
+        raise BenchError(f"batch size {preset.batch_size} is not divisible by {d.world} processes")
+    if len(train) == 0:
+        raise BenchError("the pre-training data holds no sequences")
+    if train.seq_len != preset.seq_len:
+        raise BenchError(f"data was packed to length {train.seq_len} but the preset uses {preset.seq_len}")
+    return preset.batch_size // d.world
+
+
+def _prepare_run_dir(out: PretrainLayout, identity: dict, tokenizer) -> None:
+    out.root.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temp_files(out.root)
+    atomic_io.write_json(out.run_file, identity)
+    if tokenizer is not None:
+        _ensure_tokenizer(out.tokenizer, tokenizer)
+
+
+def _build_model(objective: str, preset: Preset, train: SequenceSource, diagnose: bool, special: SpecialIds,
+                 seed: int):
+    """The objective module with the seed's initial weights (identical on every rank), and the unigram
+    log-probabilities of the training data when the prior init or the diagnostics need them."""
+    torch.manual_seed(seed)
+    model = objectives.build(objective, preset, special)
+    unigram = None
+    if preset.output_prior_init or diagnose:
+        unigram = diagnostics.unigram_log_probs(train.token_counts(preset.encoder.vocab_size), special)
+    if preset.output_prior_init:
+        model.init_output_priors(unigram)
+    return model, unigram
+
+
+def _resume(out: PretrainLayout, model, optimizer, resume: bool, d, diag: "_Diagnostics") -> int:
+    """The step to start from: the saved state's, or 0 (then the step-0 diagnostics row is logged).
+    Log rows written after that state are dropped: they will be written again, identically."""
+    start_step = 0
+    if resume:
+        info = checkpoint.load_state(out.state, model, optimizer)
+        if info is not None:
+            start_step = info["step"]
+    if d.is_main:
+        _truncate_log(out.log, start_step if start_step > 0 else -1)
+        if start_step == 0 and diag.enabled:
+            atomic_io.append_jsonl(out.log, {"step": 0, "flops": 0.0, "fraction": 0.0, **diag.row()})
+    return start_step
+
+
+def _log_steps(plan: Plan, every: int) -> set[int]:
+    return set(range(every, plan.total_steps + 1, every)) | set(plan.checkpoints.values()) | {plan.total_steps}
+
+
+class _Throughput:
+    """Tokens/s and MFU over the steps since the last read."""
+
+    def __init__(self, tokens_per_step: int, flops_per_step: float, peak: float):
+        self.tokens_per_step, self.flops_per_step, self.peak = tokens_per_step, flops_per_step, peak
+        self.t, self.steps = time.perf_counter(), 0
+
+    def tick(self) -> None:
+        self.steps += 1
+
+    def read(self) -> tuple[float, float]:
+        elapsed = max(time.perf_counter() - self.t, 1e-9)
+        out = self.steps * self.tokens_per_step / elapsed, self.steps * self.flops_per_step / elapsed / self.peak
+        self.t, self.steps = time.perf_counter(), 0
+        return out
+
+
+class _StateSaver:
+    """Resumable state every `save_every_steps`, at every checkpoint, and every `save_interval_s`."""
+
+    def __init__(self, out: PretrainLayout, opts: TrainOptions, plan: Plan):
+        self.out, self.opts, self.plan = out, opts, plan
+        self.last = time.perf_counter()
+
+    def maybe_save(self, step: int, model, optimizer, d) -> None:
+        every = self.opts.save_every_steps
+        due = (every and step % every == 0) or step in self.plan.checkpoints.values() or (
+            time.perf_counter() - self.last > self.opts.save_interval_s)
+        if not due or step >= self.plan.total_steps:
+            return
+        if d.is_main:
+            checkpoint.save_state(self.out.state, step, model, optimizer, {"objective": self.plan.objective})
+        distributed.barrier(d)
+        self.last = time.perf_counter()
+
+
+def _save_checkpoint(out: PretrainLayout, model, plan: Plan, preset: Preset, seed: int, step: int) -> None:
+    fraction = next(f for f, s in plan.checkpoints.items() if s == step)
+    checkpoint.save_encoder(
+        out.checkpoint(fraction), model.backbone(),
+        {"objective": plan.objective, "fraction": fraction, "step": step, "train_flops": plan.flops_at(step),
+         "convention": plan.convention, "preset": preset.name, "seed": seed, "seq_len": preset.seq_len,
+         "tokenizer": TOKENIZER_FROM_CHECKPOINT, "finetune_lr": preset.finetune_lr,
+         "layerwise_lr_decay": preset.layerwise_lr_decay},
+    )
+
+
+def _summary(plan: Plan, peak: float, d, bf16: bool) -> dict:
+    return {
         "objective": plan.objective,
         "steps": plan.total_steps,
         "train_flops": plan.planned_flops,
@@ -270,13 +301,8 @@ def pretrain(
         "peak_flops_per_s": peak,
         "world_size": d.world,
         "device": str(d.device),
-        "precision": "bf16" if use_bf16 else "fp32",
+        "precision": "bf16" if bf16 else "fp32",
     }
-    if d.is_main:
-        atomic_io.write_json(out / "done.json", summary)
-        shutil.rmtree(out / "state", ignore_errors=True)  # the run is complete; checkpoints hold what is kept
-    distributed.barrier(d)
-    return summary
 
 
 class _Diagnostics:
@@ -320,8 +346,6 @@ def _remove_stale_temp_files(out: Path) -> None:
 def _ensure_tokenizer(directory: Path, tokenizer) -> None:
     """The saved tokenizer must be complete and the one the data was encoded with: verify it rather
     than trust that the folder exists (a kill mid-save leaves a folder without it), else save it."""
-    from ..data.tokenizer import Tokenizer
-
     try:
         if Tokenizer.load(directory).sha256 == tokenizer.sha256:
             return
@@ -330,20 +354,19 @@ def _ensure_tokenizer(directory: Path, tokenizer) -> None:
     tokenizer.save(directory)
 
 
-def _check_run_dir(out: Path, identity: dict, resume: bool) -> dict | None:
+def _check_run_dir(out: PretrainLayout, identity: dict, resume: bool) -> dict | None:
     """A finished run returns its summary; a different run in the same directory is refused."""
-    run_file = out / "run.json"
+    run_file = out.run_file
     if not run_file.is_file():
         return None
     existing = json.loads(run_file.read_text())
     if json.loads(json.dumps(identity, default=str)) != existing:
         changed = sorted(k for k in set(existing) | set(identity) if existing.get(k) != json.loads(json.dumps(identity.get(k), default=str)))
-        raise BenchError(f"{out} already holds a different run (differs in: {', '.join(changed)}); choose another --out")
+        raise BenchError(f"{out.root} already holds a different run (differs in: {', '.join(changed)}); choose another --out")
     if not resume:
-        raise BenchError(f"{out} already holds this run; rerun without --no-resume to continue it, or choose another --out")
-    done = out / "done.json"
-    if done.is_file():
-        return json.loads(done.read_text())
+        raise BenchError(f"{out.root} already holds this run; rerun without --no-resume to continue it, or choose another --out")
+    if out.done.is_file():
+        return json.loads(out.done.read_text())
     return None
 
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from .flops import step_flops
-from .presets import Preset
-from .training.budget import Plan, make_plan, parse_budget
-from .training.trainer import TrainOptions, pretrain
+from ..data.pretraining import PretrainingData, prepare_pretraining
+from ..flops import step_flops
+from ..presets import Preset
+from .budget import Plan, make_plan, parse_budget
+from .trainer import TrainOptions, pretrain
 
 
 def reference_flops(preset: Preset, convention: str) -> float:
@@ -42,9 +43,7 @@ def with_vocab(preset: Preset, vocab_size: int) -> Preset:
 
 
 def prepare_data(preset: Preset, corpus: str | None, vocab_file: str | None, seed: int, quiet: bool,
-                 tokenizer_dir: str | None = None):
-    from .data.pretraining import prepare_pretraining
-
+                 tokenizer_dir: str | None = None) -> tuple[PretrainingData, Preset]:
     data = prepare_pretraining(
         corpus, preset.seq_len, preset.encoder.vocab_size, vocab_file=vocab_file, tokenizer_dir=tokenizer_dir,
         seed=seed, progress=not quiet,
@@ -52,17 +51,8 @@ def prepare_data(preset: Preset, corpus: str | None, vocab_file: str | None, see
     return data, with_vocab(preset, data.tokenizer.vocab_size)
 
 
-def data_hashes(data) -> dict:
-    return {
-        "corpus_sha256": data.corpus_sha256,
-        "tokenizer_sha256": data.tokenizer.sha256,
-        "train_sequences_sha256": data.train.sha256,
-        "heldout_sequences_sha256": data.heldout.sha256,
-    }
-
-
-def run(preset: Preset, the_plan: Plan, data, out_dir: str | Path, opts: TrainOptions) -> dict:
+def run(preset: Preset, the_plan: Plan, data: PretrainingData, out_dir: str | Path, opts: TrainOptions) -> dict:
     return pretrain(
         preset.for_objective(the_plan.objective), the_plan, data.train, data.heldout, data.tokenizer.special, out_dir, opts,
-        run_info={"data": data_hashes(data)}, tokenizer=data.tokenizer,
+        run_info={"data": data.hashes()}, tokenizer=data.tokenizer,
     )

@@ -3,27 +3,23 @@
 from __future__ import annotations
 
 import statistics
-from pathlib import Path
 
-import torch
-from rich.table import Table
 
+from ..data.task_sources import load_tasks
+from ..data.tokenizer import Tokenizer
+from ..layout import checkpoint_tokenizer
+from ..presets import FINETUNE_LR, LAYERWISE_LR_DECAY
+from ..training import checkpoint
+from ..training.distributed import resolve_device
 from .finetune import Recipe, evaluate
-from .training import checkpoint
 
 
 def recipe_for(meta: dict, protocol: str, **overrides) -> Recipe:
     """The paper's recipe with the checkpoint's preset lr / layer-wise decay; inputs no longer than the
     pre-training sequences (positions beyond them were never trained)."""
     overrides.setdefault("max_len", min(128, meta.get("seq_len", 128)))
-    return Recipe(protocol=protocol, lr=meta.get("finetune_lr", 3e-4),
-                  layerwise_lr_decay=meta.get("layerwise_lr_decay", 0.8), **overrides)
-
-
-def load_tokenizer_for(ckpt_dir: str | Path, meta: dict):
-    from .data.tokenizer import Tokenizer
-
-    return Tokenizer.load((Path(ckpt_dir) / meta.get("tokenizer", "../../tokenizer")).resolve())
+    return Recipe(protocol=protocol, lr=meta.get("finetune_lr", FINETUNE_LR),
+                  layerwise_lr_decay=meta.get("layerwise_lr_decay", LAYERWISE_LR_DECAY), **overrides)
 
 
 def score_encoder(encoder, tokenizer, tasks, seeds: list[int], recipe: Recipe, device, on_result=None) -> list[dict]:
@@ -41,11 +37,8 @@ def score_encoder(encoder, tokenizer, tasks, seeds: list[int], recipe: Recipe, d
 
 def score_checkpoint(ckpt_dir: str, source: str | None, task_names: list[str] | None, n_seeds: int,
                      protocol: str, device: str) -> dict:
-    from .data.tasks import load_tasks
-    from .training.distributed import resolve_device
-
     encoder, meta = checkpoint.load_encoder(ckpt_dir)
-    tokenizer = load_tokenizer_for(ckpt_dir, meta)
+    tokenizer = Tokenizer.load(checkpoint_tokenizer(ckpt_dir, meta))
     tasks = load_tasks(source, task_names)
     dev = resolve_device(device)
     recipe = recipe_for(meta, protocol)
@@ -59,13 +52,3 @@ def score_checkpoint(ckpt_dir: str, source: str | None, task_names: list[str] | 
     ]
     return {"checkpoint": str(ckpt_dir), "objective": meta.get("objective"), "train_flops": meta.get("train_flops"),
             "protocol": protocol, "seeds": n_seeds, "results": summary, "rows": rows}
-
-
-def checkpoint_table(result: dict) -> Table:
-    t = Table(title=f"{result['objective']} at {result['train_flops']:.3g} FLOPs ({result['protocol']}, "
-                    f"{result['seeds']} seeds: median [min, max])")
-    for c in ("task", "metric", "median", "spread"):
-        t.add_column(c, justify="right" if c in ("median", "spread") else "left")
-    for r in result["results"]:
-        t.add_row(r["task"], r["metric"], f"{r['median']:.2f}", f"[{r['min']:.2f}, {r['max']:.2f}]")
-    return t

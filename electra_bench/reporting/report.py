@@ -16,6 +16,8 @@ import math
 from typing import Any, Mapping, Sequence
 
 import pandas as pd
+from rich.console import Console
+from rich.table import Table
 
 from ..errors import BenchError
 from . import summary as summary_mod
@@ -198,8 +200,6 @@ def _latex(header: list[str], rows: list[list[str]], notes: list[str]) -> str:
 def rich_table(runs: Sequence[RunDir | Mapping[str, Any]], *, protocol: str | None = None, task_specs=None,
                convention: str | None = None):
     """A rich.table.Table (for printing to a terminal) and the note lines under it."""
-    from rich.table import Table
-
     summaries = _summaries(runs, task_specs, convention)
     records, tasks = _records(summaries, protocol)
     with_run = len({r["run_id"] for r in records}) > 1
@@ -222,8 +222,6 @@ def render(runs: Sequence[RunDir | Mapping[str, Any]], fmt: str = "table", *, pr
     if fmt == "csv":
         return dataframe(runs, protocol=protocol, task_specs=task_specs, convention=convention).to_csv(index=False)
     if fmt == "table":
-        from rich.console import Console
-
         table, notes = rich_table(runs, protocol=protocol, task_specs=task_specs, convention=convention)
         console = Console(file=io.StringIO(), width=width, color_system=None, force_terminal=False)
         console.print(table)

@@ -21,18 +21,22 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .errors import BenchError
-from .model import Encoder, SequenceClassifier
+from ..choices import PROTOCOLS, require
+from ..data.encoding import encode_examples
+from ..errors import BenchError
+from ..model import Encoder, SequenceClassifier
+from ..presets import FINETUNE_LR, LAYERWISE_LR_DECAY
+from ..training import optim
+from .metrics import compute
 
-PROTOCOLS = ("finetune", "probe", "fewshot")
 LONG_TASKS = {"rte": 10, "stsb": 10}  # the paper trains these 10 epochs
 
 
 @dataclass(frozen=True)
 class Recipe:
     protocol: str = "finetune"
-    lr: float = 3e-4
-    layerwise_lr_decay: float = 0.8
+    lr: float = FINETUNE_LR
+    layerwise_lr_decay: float = LAYERWISE_LR_DECAY
     warmup_fraction: float = 0.1
     batch_size: int = 32
     max_len: int = 128
@@ -60,15 +64,7 @@ def _sample(n: int, k: int | None, seed: int) -> np.ndarray:
     return np.sort(np.random.default_rng([seed + 1, 7]).choice(n, size=k, replace=False))
 
 
-def _encode(tokenizer, examples, max_len: int):
-    from .data.encoding import encode_examples
-
-    return encode_examples(tokenizer, examples, max_len)
-
-
 def _score(spec, preds: np.ndarray, labels: np.ndarray, split: str) -> dict[str, float]:
-    from .evaluation.metrics import compute
-
     values = compute(list(spec.metrics), preds, labels)
     if len(spec.eval_splits) > 1:  # MNLI: accuracy_matched / accuracy_mismatched
         suffix = split.split("_", 1)[-1]
@@ -114,7 +110,7 @@ def features(encoder: Encoder, tokenizer, examples, max_len: int, device, batch_
     order = _by_length(examples)
     for i in range(0, len(examples), batch_size):
         sel = order[i : i + batch_size]
-        b = _encode(tokenizer, [examples[j] for j in sel], max_len)
+        b = encode_examples(tokenizer, [examples[j] for j in sel], max_len)
         att = b["attention_mask"].to(device)
         seg = b["segment_ids"].to(device)
         h = encoder(b["input_ids"].to(device), seg, att).float()  # (B, T, H)
@@ -146,6 +142,7 @@ def _features_for(cache: dict, key, encoder, tokenizer, examples, idx: np.ndarra
 def probe(encoder: Encoder, task, tokenizer, recipe: Recipe, seed: int, device, cache: dict | None = None) -> dict:
     """Fit a linear model on frozen features of a seed-dependent training sample; `cache` keeps
     features across seeds of one checkpoint."""
+    # scikit-learn's estimators take ~1 s to import; only the probe needs them
     from sklearn.linear_model import LogisticRegression, Ridge
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
@@ -186,7 +183,7 @@ def layerwise_param_groups(model: SequenceClassifier, lr: float, decay: float, w
             depth = int(name.split(".")[2]) + 1
         else:
             depth = L + 2
-        wd = 0.0 if p.ndim < 2 or "norm" in name else weight_decay
+        wd = weight_decay if optim.decays(name, p) else 0.0
         groups.setdefault((lr * decay ** (L + 2 - depth), wd), []).append(p)
     return [{"params": ps, "lr": glr, "base_lr": glr, "weight_decay": wd} for (glr, wd), ps in groups.items()]
 
@@ -197,8 +194,7 @@ def finetune(encoder_state: dict, encoder_cfg, task, tokenizer, recipe: Recipe, 
     torch.manual_seed(seed)
     encoder = Encoder(encoder_cfg)
     encoder.load_state_dict(encoder_state)
-    num_labels = 1 if spec.regression else len(spec.labels)
-    model = SequenceClassifier(encoder, num_labels).to(device)
+    model = SequenceClassifier(encoder, spec.num_labels).to(device)
     train = task.splits["train"]
     k = recipe.fewshot_examples if recipe.protocol == "fewshot" else recipe.max_train_examples
     train = [train[i] for i in _sample(len(train), k, seed)]
@@ -214,11 +210,8 @@ def finetune(encoder_state: dict, encoder_cfg, task, tokenizer, recipe: Recipe, 
     for _ in range(epochs):
         order = rng.permutation(len(train))
         for i in range(0, len(train), recipe.batch_size):
-            b = _encode(tokenizer, [train[j] for j in order[i : i + recipe.batch_size]], recipe.max_len)
-            frac = step / total
-            scale = min(1.0, (step + 1) / max(1.0, recipe.warmup_fraction * total)) * max(0.0, 1.0 - frac)
-            for g in opt.param_groups:
-                g["lr"] = g["base_lr"] * scale
+            b = encode_examples(tokenizer, [train[j] for j in order[i : i + recipe.batch_size]], recipe.max_len)
+            optim.set_lr(opt, optim.lr_at(step, total, 1.0, recipe.warmup_fraction), relative=True)
             logits = model(b["input_ids"].to(device), b["segment_ids"].to(device), b["attention_mask"].to(device))
             labels = b["labels"].to(device)
             loss = F.mse_loss(logits.squeeze(-1), labels.float()) if spec.regression else F.cross_entropy(logits, labels)
@@ -238,7 +231,7 @@ def finetune(encoder_state: dict, encoder_cfg, task, tokenizer, recipe: Recipe, 
             preds = np.zeros(len(examples), dtype=np.float64 if spec.regression else np.int64)
             for i in range(0, len(examples), 128):
                 sel = order[i : i + 128]
-                b = _encode(tokenizer, [examples[j] for j in sel], recipe.max_len)
+                b = encode_examples(tokenizer, [examples[j] for j in sel], recipe.max_len)
                 out = model(b["input_ids"].to(device), b["segment_ids"].to(device), b["attention_mask"].to(device))
                 preds[sel] = out.squeeze(-1).float().cpu().numpy() if spec.regression else out.argmax(-1).cpu().numpy()
             results.update(_score(spec, preds, _labels_array(examples, spec.regression), split))
@@ -247,9 +240,7 @@ def finetune(encoder_state: dict, encoder_cfg, task, tokenizer, recipe: Recipe, 
 
 def evaluate(encoder: Encoder, task, tokenizer, recipe: Recipe, seed: int, device, cache: dict | None = None) -> dict:
     """Score one encoder on one task with one seed under the recipe's protocol."""
-    if recipe.protocol == "probe":
+    if require("protocol", recipe.protocol, PROTOCOLS) == "probe":
         return probe(encoder.to(device), task, tokenizer, recipe, seed, device, cache)
-    if recipe.protocol in ("finetune", "fewshot"):
-        state = {k: v.detach().cpu().clone() for k, v in encoder.state_dict().items()}
-        return finetune(state, encoder.cfg, task, tokenizer, recipe, seed, device)
-    raise BenchError(f"unknown protocol '{recipe.protocol}': choose one of {', '.join(PROTOCOLS)}")
+    state = {k: v.detach().cpu().clone() for k, v in encoder.state_dict().items()}  # finetune, fewshot
+    return finetune(state, encoder.cfg, task, tokenizer, recipe, seed, device)

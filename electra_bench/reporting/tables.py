@@ -1,27 +1,14 @@
-"""Rich renderings of what the engine commands report (the --json forms are the dicts themselves)."""
+"""Rich tables of what the engine commands report (presets, flops, signal, one checkpoint's scores);
+the --json forms are the dicts themselves."""
 
 from __future__ import annotations
 
-import torch
 from rich.table import Table
 
-from . import objectives, presets
-from .flops import step_flops
-from .model import count_parameters
-from .special_tokens import DEFAULT
-
-
-def parameter_counts(p: presets.Preset) -> dict[str, int]:
-    """Built on the meta device: no memory, no time, exact counts."""
-    with torch.device("meta"):
-        mlm = objectives.build("mlm", p.for_objective("mlm"), DEFAULT)
-        rtd = objectives.build("rtd", p.for_objective("rtd"), DEFAULT)
-    return {
-        "encoder": count_parameters(mlm.backbone()),
-        "mlm_total": count_parameters(mlm),
-        "rtd_total": count_parameters(rtd),
-        "generator": count_parameters(rtd.generator) - count_parameters(rtd.discriminator.embeddings),
-    }
+from .. import presets
+from ..choices import OBJECTIVES
+from ..flops import step_flops
+from ..objectives import parameter_counts
 
 
 def preset_rows(names: list[str], convention: str) -> list[dict]:
@@ -41,9 +28,9 @@ def preset_rows(names: list[str], convention: str) -> list[dict]:
             "params": parameter_counts(p),
             "convention": convention,
             "flops_per_step": {o: step_flops(p.for_objective(o), o, convention).flops_per_step
-                               for o in presets.OBJECTIVES},
+                               for o in OBJECTIVES},
         }
-        row["train_flops"] = {o: row["flops_per_step"][o] * p.steps[o] for o in presets.OBJECTIVES}
+        row["train_flops"] = {o: row["flops_per_step"][o] * p.steps[o] for o in OBJECTIVES}
         rows.append(row)
     return rows
 
@@ -70,4 +57,14 @@ def key_value_table(title: str, d: dict) -> Table:
     t.add_column("value", justify="right")
     for k, v in d.items():
         t.add_row(k, f"{v:.4g}" if isinstance(v, float) else str(v))
+    return t
+
+
+def checkpoint_table(result: dict) -> Table:
+    t = Table(title=f"{result['objective']} at {result['train_flops']:.3g} FLOPs ({result['protocol']}, "
+                    f"{result['seeds']} seeds: median [min, max])")
+    for c in ("task", "metric", "median", "spread"):
+        t.add_column(c, justify="right" if c in ("median", "spread") else "left")
+    for r in result["results"]:
+        t.add_row(r["task"], r["metric"], f"{r['median']:.2f}", f"[{r['min']:.2f}, {r['max']:.2f}]")
     return t

@@ -44,8 +44,10 @@ import pandas as pd
 
 from .. import atomic_io
 from ..errors import BenchError, at
-from . import glue_score, learning
-from .results import FLOP_CONVENTIONS, PROTOCOLS, SCORES_FILE, RunDir
+from ..evaluation import glue_score
+from . import learning
+from ..choices import FLOP_CONVENTIONS, PROTOCOLS
+from .results import RunDir
 
 SCHEMA_VERSION = 2
 TRAINED = ("mlm", "rtd")
@@ -259,7 +261,7 @@ def _reach(points: list[dict], who: str, reference: str, convention: str) -> dic
     else:
         out["text"] = f"{W} reaches {R}'s final score ({target:.1f}) at {fmt_flops(flops)} FLOPs"
     if bound == "at_most":
-        out["text"] += f"; already at its first checkpoint, so the true share may be lower"
+        out["text"] += "; already at its first checkpoint, so the true share may be lower"
     if flops is not None and flops <= 0:
         # 0% would read as "RTD is infinitely efficient"; it means no pre-training was needed at all
         out["text"] = (f"The untrained encoder already reaches {R}'s final score ({target:.1f}): "
@@ -348,7 +350,7 @@ def learning_report(run: RunDir) -> dict:
     for o in TRAINED:
         runs = []
         for seed in run.pretrain_seeds(o):
-            report = learning.run_report(o, atomic_io.read_jsonl(run.pretrain_log_path(o, seed)))
+            report = learning.run_report(o, atomic_io.read_jsonl(run.layout.pretrain(o, seed).log))
             runs.append({"seed": seed, **report})
         if runs:
             out[o] = {
@@ -402,7 +404,7 @@ def build_summary(run: RunDir, task_specs: Mapping[str, Any] | None = None, conv
     """The run's summary (see docs/results.md). `convention` is the FLOP convention of train_flops
     ("measured" or "paper"; None: the only one present); `score_convention` the GLUE convention used
     when the suite is GLUE."""
-    path = run.path / SCORES_FILE
+    path = run.layout.scores
     df = run.scores()
     if df.empty:
         raise BenchError(f"{at(path)}: no scores to summarise")

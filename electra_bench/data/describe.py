@@ -13,7 +13,14 @@ from typing import Any
 
 import numpy as np
 
+from rich.console import Group
+from rich.table import Table
+
 from ..errors import BenchError
+from . import glue
+from .corpus import compression_of, open_corpus
+from .suite import is_suite_dir, load_suite
+from .task_sources import load_suite_tasks, load_tasks
 
 _MAX_LISTED_FILES = 50
 
@@ -24,23 +31,17 @@ def inspect_path(path: str | os.PathLike | None, *, tokenizer=None) -> dict[str,
     `path` None or "suite" = the embedded suite. Corpus lengths are in whitespace words, or in
     WordPiece tokens when a `tokenizer` is given.
     """
-    from .suite import is_suite_dir, load_suite
-
     if path is None or str(path) == "suite":
         return _suite_info(load_suite(None), tokenizer)
     s = str(path)
     if s.startswith("hf:"):
         if s[3:].split("/")[-1].lower() == "glue":
-            from .tasks import load_tasks
-
             return _tasks_info(s, "hf_datasets", load_tasks(s))
         return corpus_info(s, tokenizer)
     p = Path(s).expanduser()
     if p.is_dir():
         if is_suite_dir(p):
             return _suite_info(load_suite(p), tokenizer)
-        from . import glue
-
         try:
             layout, dirs = glue.detect_layout(p)
         except BenchError:
@@ -62,8 +63,6 @@ def stats(values, digits: int = 1) -> dict[str, float | int]:
 
 def corpus_info(spec: str | os.PathLike, tokenizer=None, chunk_lines: int = 4096) -> dict[str, Any]:
     """Stream a corpus once and count files, bytes, documents, sentences, tokens and length percentiles."""
-    from .corpus import compression_of, open_corpus
-
     c = open_corpus(spec)
     sent_len = array("I")
     doc_tokens = array("Q")
@@ -157,8 +156,6 @@ def _tasks_info(path: str, layout: str, tasks) -> dict[str, Any]:
 
 
 def _suite_info(suite, tokenizer) -> dict[str, Any]:
-    from .tasks import load_suite_tasks
-
     return {"kind": "suite", "path": str(suite.path), "name": suite.name, "version": suite.version,
             "corpus": corpus_info(str(suite.corpus), tokenizer),
             "tasks": [_task_info(t) for t in load_suite_tasks(suite, None)]}
@@ -169,8 +166,6 @@ def _suite_info(suite, tokenizer) -> dict[str, Any]:
 
 def render_inspect(info: dict[str, Any]):
     """A rich renderable (tables) for `inspect_path`'s dict."""
-    from rich.console import Group
-
     parts = []
     if info["kind"] == "suite":
         parts.append(f"[bold]suite[/bold] {info['name']} v{info['version']}  ({info['path']})")
@@ -185,8 +180,6 @@ def render_inspect(info: dict[str, Any]):
 
 
 def _corpus_table(c: dict):
-    from rich.table import Table
-
     t = Table(title=f"corpus {c['path']}", show_header=True, header_style="bold")
     t.add_column("quantity")
     t.add_column("value", justify="right")
@@ -204,8 +197,6 @@ def _corpus_table(c: dict):
 
 
 def _tasks_table(tasks: list[dict]):
-    from rich.table import Table
-
     t = Table(title="tasks", show_header=True, header_style="bold")
     for col, just in (("task", "left"), ("split", "left"), ("examples", "right"), ("labels", "left"),
                       ("words p50/p90/p99", "right"), ("metrics", "left")):

@@ -1,7 +1,7 @@
 """`electra-bench compare`: both objectives, one budget, several pre-training seeds, every checkpoint
 scored, one report.
 
-A run lives in results/<run-id>/ (see evaluation/results.py). Its id is derived from the resolved
+A run lives in results/<run-id>/ (layout.RunLayout; the store is reporting/results.py). Its id is derived from the resolved
 config, so running the same command again resumes the pre-training where it stopped and skips every
 (objective, pre-training seed, checkpoint, task, seed) score already stored.
 
@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import multiprocessing
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -24,9 +25,24 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import presets, runner
-from .errors import BenchError
-from .training.trainer import TrainOptions, fraction_dir
+import torch
+from threadpoolctl import threadpool_limits
+
+from .. import presets
+from ..choices import OBJECTIVES, SCORED_OBJECTIVES
+from ..data.suite import load_suite
+from ..data.task_sources import load_tasks
+from ..errors import BenchError
+from ..evaluation.scoring import recipe_for, score_encoder
+from ..model import Encoder
+from ..objectives import parameter_counts
+from ..reporting import plots, provenance, report
+from ..reporting.results import open_run
+from ..reporting.summary import build_summary
+from ..training import checkpoint
+from ..training import run as runner
+from ..training.distributed import resolve_device
+from ..training.trainer import TrainOptions
 
 # The embedded CPU default (chosen by learning diagnostics and dev scores, see docs/tuning.md) and
 # its --quick variant for CI.
@@ -85,7 +101,7 @@ class CompareSpec:
         if device not in ("auto", "cpu"):
             auto_jobs, auto_threads = 1, auto_threads * auto_jobs
         ov = tuple(sorted((k, v) for k, v in dataclasses.asdict(overrides).items()
-                          if v is not None and k != "extra")) if overrides is not None else ()
+                          if v is not None)) if overrides is not None else ()
         return cls(
             preset=name,
             budget=str(budget or base["budget"]),
@@ -125,16 +141,12 @@ class CompareSpec:
 
 def _params(p) -> dict[str, int]:
     """Parameters of the model that is kept (MLM's encoder / RTD's discriminator), as the paper reports."""
-    from .views import parameter_counts
-
     n = parameter_counts(p)["encoder"]
     return {"mlm": n, "rtd": n, "init": n}
 
 
 def _suite_name(spec: CompareSpec, tasks) -> str:
     if spec.source is None:
-        from .data.suite import load_suite
-
         return load_suite().name
     return tasks[0].source if tasks else str(spec.source)
 
@@ -143,7 +155,7 @@ def _prepare(spec: CompareSpec, quiet: bool = True):
     """The preset and data every process of this run uses (data is packed once and cached)."""
     data, p = runner.prepare_data(spec.resolved_preset(), spec.corpus, None, 0, quiet)
     budget = runner.resolve_budget(p, spec.budget, spec.convention)
-    plans = {o: runner.plan(p, o, budget, spec.convention) for o in presets.OBJECTIVES}
+    plans = {o: runner.plan(p, o, budget, spec.convention) for o in OBJECTIVES}
     return data, p, budget, plans
 
 
@@ -152,9 +164,6 @@ def _threads(threads: int):
     """torch and the BLAS/OpenMP pools scikit-learn's probe uses, for one job: without the second, two
     probe workers each start one BLAS thread per core and the 2 cores run 4+ busy threads (measured: a
     third slower). Restored afterwards, so a job run inline (jobs == 1) leaves its caller as it was."""
-    import torch
-    from threadpoolctl import threadpool_limits
-
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
@@ -181,14 +190,6 @@ def _score_job(spec: CompareSpec, objective: str, pretrain_seed: int, points: li
 
 
 def _score_points(spec: CompareSpec, objective: str, pretrain_seed: int, points: list[tuple], todo: dict) -> list[dict]:
-    import torch
-
-    from .data.tasks import load_tasks
-    from .model import Encoder
-    from .scoring import recipe_for, score_encoder
-    from .training import checkpoint
-    from .training.distributed import resolve_device
-
     data, p, _, _ = _prepare(spec)
     tasks = {t.spec.name: t for t in load_tasks(spec.source, list(spec.tasks) if spec.tasks else None)}
     recipe = recipe_for({"finetune_lr": p.finetune_lr, "layerwise_lr_decay": p.layerwise_lr_decay,
@@ -218,8 +219,6 @@ def _run_jobs(jobs: int, calls: list[tuple], on_done) -> None:
         for fn, *args in calls:
             on_done(fn(*args))
         return
-    import multiprocessing
-
     with ProcessPoolExecutor(max_workers=min(jobs, len(calls)), mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = [pool.submit(fn, *args) for fn, *args in calls]
         for f in futures:
@@ -227,11 +226,6 @@ def _run_jobs(jobs: int, calls: list[tuple], on_done) -> None:
 
 
 def run_compare(spec: CompareSpec, root: str | Path, run_id: str | None, quiet: bool = False):
-    from .data.tasks import load_tasks
-    from .evaluation import plots, provenance, report
-    from .evaluation.results import open_run
-    from .evaluation.summary import build_summary
-
     run_id = run_id or spec.run_id()
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -243,7 +237,7 @@ def run_compare(spec: CompareSpec, root: str | Path, run_id: str | None, quiet: 
         provenance_info = provenance.collect(
             seeds={"pretrain": pretrain_seeds, "eval": seeds, "data_packing": 0},
             convention=spec.convention,
-            data_hashes=runner.data_hashes(data),
+            data_hashes=data.hashes(),
             extra={"preset": p.to_dict(), "params": _params(p), "suite": _suite_name(spec, tasks), "budget_flops": budget,
                    "plans": {o: pl.to_dict() for o, pl in plans.items()}, "parallelism": {"jobs": spec.jobs,
                    "threads": spec.threads}, "tasks": [t.spec.name for t in tasks],
@@ -253,7 +247,7 @@ def run_compare(spec: CompareSpec, root: str | Path, run_id: str | None, quiet: 
         timings["prepare_s"] = time.perf_counter() - t0
 
         t = time.perf_counter()
-        calls = [(_pretrain_job, spec, o, s, str(run.pretrain_dir(o, s)), quiet or spec.jobs > 1)
+        calls = [(_pretrain_job, spec, o, s, str(run.layout.pretrain(o, s).root), quiet or spec.jobs > 1)
                  for s in pretrain_seeds for o in plans]
         _run_jobs(spec.jobs, calls, lambda r: timings.__setitem__(f"pretrain_{r[0]}_seed{r[1]}_s", r[2]))
         timings["pretrain_s"] = time.perf_counter() - t
@@ -262,12 +256,13 @@ def run_compare(spec: CompareSpec, root: str | Path, run_id: str | None, quiet: 
         names = [task.spec.name for task in tasks]
         calls = []
         for s in pretrain_seeds:
-            for objective in ("init",) + presets.OBJECTIVES:
+            for objective in SCORED_OBJECTIVES:
                 if objective == "init":
                     points = [(0.0, 0, 0.0, None)]
                 else:
                     plan = plans[objective]
-                    points = [(f, step, plan.flops_at(step), str(run.pretrain_dir(objective, s) / "checkpoints" / fraction_dir(f)))
+                    ckpts = run.layout.pretrain(objective, s)
+                    points = [(f, step, plan.flops_at(step), str(ckpts.checkpoint(f)))
                               for f, step in plan.checkpoints.items()]
                 todo = {pt[0]: [n for n in names if not all(
                     run.has_score(objective, pt[0], n, e, spec.protocol, s) for e in seeds)] for pt in points}

@@ -14,10 +14,12 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..errors import BenchError
+import torch
+
+from .. import __version__
+from ..choices import FLOP_CONVENTIONS, require
 
 SCHEMA_VERSION = 1
-FLOP_CONVENTIONS = ("measured", "paper")
 
 # distribution name -> key in the record
 PACKAGES = {
@@ -64,12 +66,7 @@ def package_versions() -> dict:
         except metadata.PackageNotFoundError:
             versions[key] = None
     if versions.get("electra_bench") is None:  # running from a checkout that is not pip-installed
-        try:
-            from .. import __version__
-
-            versions["electra_bench"] = __version__
-        except ImportError:
-            pass
+        versions["electra_bench"] = __version__
     return versions
 
 
@@ -108,8 +105,6 @@ def hardware() -> dict:
     }
     torch_info: dict[str, Any] = {}
     try:
-        import torch
-
         torch_info = {
             "num_threads": torch.get_num_threads(),
             "num_interop_threads": torch.get_num_interop_threads(),
@@ -129,8 +124,7 @@ def hardware() -> dict:
 def collect(seeds: Mapping[str, Any], convention: str, data_hashes: Mapping[str, str],
             extra: Mapping[str, Any] | None = None) -> dict:
     """The provenance record of a run (written as provenance.json)."""
-    if convention not in FLOP_CONVENTIONS:
-        raise BenchError(f"unknown FLOP convention '{convention}': choose one of {', '.join(FLOP_CONVENTIONS)}")
+    require("FLOP convention", convention, FLOP_CONVENTIONS)
     hw = hardware()
     torch_info = hw.pop("torch")
     return {

@@ -32,29 +32,22 @@ from typing import Any, Iterable, Mapping
 import pandas as pd
 
 from .. import atomic_io
+from ..choices import FLOP_CONVENTIONS, PROTOCOLS, SCORED_OBJECTIVES
 from ..errors import BenchError, at
+from ..layout import RunLayout
 
-OBJECTIVES = ("mlm", "rtd", "init")
-FLOP_CONVENTIONS = ("measured", "paper")
-PROTOCOLS = ("finetune", "probe", "fewshot")
 
 # field -> type check; every row has exactly these keys
 SCORE_FIELDS = ("objective", "fraction", "step", "train_flops", "convention", "task", "seed", "metric", "value",
                 "protocol", "pretrain_seed")
 OPTIONAL_FIELDS = {"pretrain_seed": 0}  # rows written before pre-training seeds existed are seed 0
 
-CONFIG_FILE = "config.json"
-PROVENANCE_FILE = "provenance.json"
-SCORES_FILE = "scores.jsonl"
-SUMMARY_FILE = "summary.json"
-LOCK_FILE = ".lock"
-
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 
 
 def _normalise(obj: Any) -> Any:
     """The JSON form of a config (tuples become lists, Paths strings), for writing and comparing."""
-    return json.loads(json.dumps(obj, sort_keys=True, default=atomic_io._json_default))
+    return json.loads(json.dumps(obj, sort_keys=True, default=atomic_io.json_default))
 
 
 def _diff_keys(a: Any, b: Any, prefix: str = "") -> list[str]:
@@ -145,8 +138,8 @@ def _validate_row(row: Mapping[str, Any], where: str) -> dict:
         "protocol": row["protocol"],
         "pretrain_seed": number("pretrain_seed", integer=True) if "pretrain_seed" in row else 0,
     }
-    if out["objective"] not in OBJECTIVES:
-        raise BenchError(f"{where}: objective must be one of {', '.join(OBJECTIVES)}, got {out['objective']!r}")
+    if out["objective"] not in SCORED_OBJECTIVES:
+        raise BenchError(f"{where}: objective must be one of {', '.join(SCORED_OBJECTIVES)}, got {out['objective']!r}")
     if out["convention"] not in FLOP_CONVENTIONS:
         raise BenchError(f"{where}: convention must be one of {', '.join(FLOP_CONVENTIONS)}, got {out['convention']!r}")
     if out["protocol"] not in PROTOCOLS:
@@ -169,6 +162,7 @@ class RunDir:
 
     def __init__(self, path: Path, *, writable: bool, lock_fd: int | None = None):
         self.path = Path(path)
+        self.layout = RunLayout(self.path)
         self.run_id = self.path.name
         self.writable = writable
         self._lock_fd = lock_fd
@@ -207,37 +201,27 @@ class RunDir:
     # -- files ------------------------------------------------------------------------------------------
     @property
     def config(self) -> dict:
-        return _read_json(self.path / CONFIG_FILE, "run config")
-
-    @property
-    def plots_dir(self) -> Path:
-        return self.path / "plots"
-
-    def pretrain_dir(self, objective: str, seed: int = 0) -> Path:
-        return self.path / "pretrain" / objective / f"seed-{int(seed)}"
+        return _read_json(self.layout.config, "run config")
 
     def pretrain_seeds(self, objective: str) -> list[int]:
         """The pre-training seeds that have a log for `objective`."""
-        root = self.path / "pretrain" / objective
+        root = self.layout.pretrain_root(objective)
         if not root.is_dir():
             return []
-        found = [int(p.name[5:]) for p in root.glob("seed-*") if p.name[5:].isdigit() and (p / "log.jsonl").is_file()]
-        return sorted(found)
-
-    def pretrain_log_path(self, objective: str, seed: int = 0) -> Path:
-        return self.pretrain_dir(objective, seed) / "log.jsonl"
+        found = [int(p.name[5:]) for p in root.glob("seed-*") if p.name[5:].isdigit()]
+        return sorted(s for s in found if self.layout.pretrain(objective, s).log.is_file())
 
     def provenance(self) -> dict | None:
-        path = self.path / PROVENANCE_FILE
+        path = self.layout.provenance
         return _read_json(path, "provenance") if path.exists() else None
 
     def write_provenance(self, provenance: Mapping[str, Any]) -> None:
         self._require_writable("write provenance")
-        atomic_io.write_json(self.path / PROVENANCE_FILE, dict(provenance))
+        atomic_io.write_json(self.layout.provenance, dict(provenance))
 
     def summary(self) -> dict | None:
         """summary.json, or None when it has not been written yet."""
-        path = self.path / SUMMARY_FILE
+        path = self.layout.summary
         if not path.exists():
             return None
         data = _read_json(path, "summary")
@@ -249,7 +233,7 @@ class RunDir:
         self._require_writable("write the summary")
         if "schema_version" not in summary:
             raise BenchError("a summary needs a schema_version (build it with summary.build_summary)")
-        atomic_io.write_json(self.path / SUMMARY_FILE, dict(summary))
+        atomic_io.write_json(self.layout.summary, dict(summary))
 
     # -- scores -----------------------------------------------------------------------------------------
     def append_scores(self, rows: Iterable[Mapping[str, Any]]) -> int:
@@ -257,7 +241,7 @@ class RunDir:
         self._require_writable("append scores")
         rows = list(rows)
         clean = [_validate_row(r, f"score row {i}") for i, r in enumerate(rows)]
-        path = self.path / SCORES_FILE
+        path = self.layout.scores
         for row in clean:
             atomic_io.append_jsonl(path, row)
         self._scores = None
@@ -274,7 +258,7 @@ class RunDir:
         return self._scores.copy()
 
     def _read_scores(self) -> pd.DataFrame:
-        path = self.path / SCORES_FILE
+        path = self.layout.scores
         rows: list[dict] = []
         if path.exists():
             try:
@@ -315,14 +299,14 @@ class RunDir:
 
     def pretrain_log(self, objective: str, seed: int = 0) -> pd.DataFrame:
         """The trainer's log for `objective` and pre-training `seed` (empty DataFrame when absent)."""
-        path = self.pretrain_log_path(objective, seed)
+        path = self.layout.pretrain(objective, seed).log
         if not path.exists():
             return pd.DataFrame()
         return pd.DataFrame(atomic_io.read_jsonl(path))
 
 
 def _lock(run_path: Path, run_id: str) -> int:
-    lock_path = run_path / LOCK_FILE
+    lock_path = RunLayout(run_path).lock
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -369,7 +353,7 @@ def open_run(root: str | Path, run_id: str, config: Mapping[str, Any], *, create
     fd = _lock(run_path, run_id)
     run = RunDir(run_path, writable=True, lock_fd=fd)
     try:
-        config_path = run_path / CONFIG_FILE
+        config_path = run.layout.config
         if config_path.exists():
             stored = _read_json(config_path, "run config")
             if stored != wanted:
@@ -393,7 +377,8 @@ def load_run(path: str | Path) -> RunDir:
     path = Path(path)
     if not path.is_dir():
         raise BenchError(f"{at(path)}: no such run directory")
-    config = _read_json(path / CONFIG_FILE, "run config")
+    config_path = RunLayout(path).config
+    config = _read_json(config_path, "run config")
     if not isinstance(config, dict):
-        raise BenchError(f"{at(path / CONFIG_FILE)}: run config must be a JSON object")
+        raise BenchError(f"{at(config_path)}: run config must be a JSON object")
     return RunDir(path, writable=False)

@@ -17,8 +17,11 @@ import textwrap
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
 from ..atomic_io import atomic_path
-from . import paper_points
+from . import learning, paper_points
 from . import summary as summary_mod
 from .results import RunDir
 
@@ -31,9 +34,8 @@ AGGREGATE_NAMES = {
 }
 
 
-def _figure(nrows: int = 1, ncols: int = 1, size: tuple[float, float] = (7.5, 5.0)):
-    from matplotlib.figure import Figure
-
+def new_figure(nrows: int = 1, ncols: int = 1, size: tuple[float, float] = (7.5, 5.0)):
+    """A figure (no pyplot: no global state, no display backend needed) and its (nrows, ncols) axes."""
     fig = Figure(figsize=size, layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False)
     return fig, axes
@@ -47,10 +49,6 @@ def save(fig, out_dir: Path, stem: str, formats: Sequence[str] = FORMATS) -> lis
             fig.savefig(tmp, format=fmt, dpi=120, metadata={"Date": None} if fmt == "svg" else None)
         paths.append(path)
     return paths
-
-
-def _positive_flops(points: list[dict]) -> list[float]:
-    return [p["train_flops"] for p in points if p["train_flops"] > 0]
 
 
 def _draw_curves(ax, block: Mapping[str, Any], models: Mapping[str, Any], value_of, band_of) -> None:
@@ -84,7 +82,6 @@ def _draw_curves(ax, block: Mapping[str, Any], models: Mapping[str, Any], value_
 def log_flops_axis(ax) -> None:
     """Log x axis labelled at 1, 2, 3 and 5 per decade as "2e13": matplotlib's default also labels minor
     ticks with mathtext when a curve spans less than a decade, and those labels overlap."""
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     ax.set_xscale("log")
     ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 3.0, 5.0)))
@@ -119,7 +116,7 @@ def plot_scores(summary: Mapping[str, Any], out_dir: Path, *, protocol: str | No
     block = summary["protocols"][protocol]
     suite = summary["suite"]["name"]
     conv = summary["flop_convention"]
-    fig, axes = _figure()
+    fig, axes = new_figure()
     ax = axes[0][0]
     _draw_curves(ax, block, summary["models"], lambda p: p["score"]["value"], _score_band)
     if paper_overlay:
@@ -153,7 +150,7 @@ def plot_tasks(summary: Mapping[str, Any], out_dir: Path, *, protocol: str | Non
         return []
     ncols = min(3, len(tasks))
     nrows = math.ceil(len(tasks) / ncols)
-    fig, axes = _figure(nrows, ncols, size=(4.2 * ncols, 3.4 * nrows))
+    fig, axes = new_figure(nrows, ncols, size=(4.2 * ncols, 3.4 * nrows))
     for i, task in enumerate(tasks):
         ax = axes[i // ncols][i % ncols]
         _draw_curves(ax, block, summary["models"], _task_value(task), _task_band(task))
@@ -174,8 +171,6 @@ def plot_learning(summary: Mapping[str, Any], out_dir: Path, *, formats: Sequenc
     """Did pre-training learn? Three panels against FLOPs, one line per (objective, pre-training seed):
     MLM/generator gain over the unigram baseline, the discriminator's AUC, and the kept encoder's mean
     token cosine (collapse), each with its "did not learn" threshold dotted."""
-    from . import learning
-
     block = summary.get("learning") or {}
     runs = [(o, r) for o in summary_mod.TRAINED for r in block.get(o, {}).get("runs", []) if r["trajectory"]]
     if not runs:
@@ -183,7 +178,7 @@ def plot_learning(summary: Mapping[str, Any], out_dir: Path, *, formats: Sequenc
     panels = [("mlm_gain_nats", "MLM / generator gain over unigram (nats)", learning.MIN_MLM_GAIN_NATS),
               ("disc_auc", "discriminator AUC (replaced vs original)", learning.MIN_DISC_AUC),
               ("token_cosine", "mean token cosine of the kept encoder", learning.MAX_TOKEN_COSINE)]
-    fig, axes = _figure(1, 3, size=(14.0, 4.0))
+    fig, axes = new_figure(1, 3, size=(14.0, 4.0))
     convention = summary.get("flop_convention", "")
     for ax, (key, title, threshold) in zip(axes[0], panels):
         for obj, r in runs:
@@ -207,7 +202,7 @@ def plot_run(run: RunDir, out_dir: str | Path | None = None, paper_overlay: bool
              task_specs=None, convention: str | None = None, summary: Mapping[str, Any] | None = None,
              formats: Sequence[str] = FORMATS) -> list[Path]:
     """All figures of a run; returns the files written."""
-    out = Path(out_dir) if out_dir is not None else run.plots_dir
+    out = Path(out_dir) if out_dir is not None else run.layout.plots
     s = summary if summary is not None else summary_mod.load_or_build(run, task_specs, convention)
     paths = plot_scores(s, out, paper_overlay=paper_overlay, formats=formats)
     paths += plot_tasks(s, out, formats=formats)

@@ -283,7 +283,7 @@ def _start_time(run: RunDir) -> _dt.datetime:
 def history(runs: Sequence[RunDir], out_dir: str | Path, *, task_specs=None, convention: str | None = None,
             formats: Sequence[str] = ("png", "svg")) -> list[Path]:
     """Final scores per objective across stored runs (x: run start time from provenance), for CI."""
-    from . import plots
+    from . import plots  # matplotlib takes ~1 s to import; only the history plot needs it
 
     if not runs:
         raise BenchError("no runs for the history plot")
@@ -299,7 +299,7 @@ def history(runs: Sequence[RunDir], out_dir: str | Path, *, task_specs=None, con
         for obj in ("rtd", "mlm", "init"):
             if f"{obj}/score" in metrics:
                 series.setdefault(obj, []).append((when, metrics[f"{obj}/score"], run.run_id))
-    fig, axes = plots._figure(size=(8.0, 4.5))
+    fig, axes = plots.new_figure(size=(8.0, 4.5))
     ax = axes[0][0]
     for obj, pts in series.items():
         pts.sort()

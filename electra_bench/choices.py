@@ -1,0 +1,21 @@
+"""The named choices of the tool, each spelled once: the CLI's `click.Choice`s, the validation of
+stored rows and the error messages all read them from here."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from .errors import BenchError
+
+OBJECTIVES = ("mlm", "rtd")  # pre-training objectives (objectives.py)
+SCORED_OBJECTIVES = ("init",) + OBJECTIVES  # what a score row can name: "init" is the untrained encoder
+FLOP_CONVENTIONS = ("measured", "paper")  # flops/: fvcore on our modules, or the paper's formula
+PROTOCOLS = ("finetune", "probe", "fewshot")  # evaluation/finetune.py
+PRECISIONS = ("auto", "fp32", "bf16")  # training: auto = bf16 autocast on CUDA, fp32 on CPU
+
+
+def require(kind: str, value: str, allowed: Sequence[str]) -> str:
+    """`value` if it is one of `allowed`, else the one-line error every caller gives."""
+    if value not in allowed:
+        raise BenchError(f"unknown {kind} '{value}': choose one of {', '.join(allowed)}")
+    return value

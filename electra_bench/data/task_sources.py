@@ -1,0 +1,77 @@
+"""`load_tasks` for every supported source of fine-tuning tasks.
+
+Sources:
+- None: the embedded suite (electra_bench/assets/suite), all its tasks;
+- a suite directory (holds suite.json);
+- an official GLUE directory as written by download_glue_data.py (CoLA/, SST-2/, ... ; see glue.py),
+  or one task's directory from it (e.g. glue_data/RTE);
+- a directory in the HF hub parquet layout of nyu-mll/glue (cola/train-*.parquet, ...);
+- `hf:glue` (or `hf:nyu-mll/glue`): the HF `datasets` cache, offline (needs the `hf` extra).
+
+Labels: an int index into `spec.labels` for classification, a float for regression, None when the
+split is unlabeled (GLUE test sets).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Sequence
+
+from ..errors import BenchError
+from . import glue
+from .suite import is_suite_dir, load_suite
+from .tasks import TaskData, TaskSpec, read_tsv_examples, select
+
+
+def load_tasks(source: str | os.PathLike | None, names: Sequence[str] | None = None) -> list[TaskData]:
+    """Load fine-tuning tasks from `source` (see the module docstring); `names` selects some of them."""
+    if source is None or str(source) == "suite":
+        return load_suite_tasks(load_suite(None), names)
+    s = str(source)
+    if s.startswith("hf:"):
+        return glue.load_hf_datasets(s, names)
+    path = Path(s).expanduser()
+    if not path.exists():
+        raise BenchError(f"{path}: no such directory (expected a GLUE directory, an HF parquet GLUE "
+                         f"directory, a suite directory, or hf:glue)")
+    if not path.is_dir():
+        raise BenchError(f"{path}: not a directory (expected a GLUE directory, an HF parquet GLUE "
+                         f"directory, a suite directory, or hf:glue)")
+    if is_suite_dir(path):
+        return load_suite_tasks(load_suite(path), names)
+    return glue.load_glue_dir(path, names)
+
+
+# -- the suite ------------------------------------------------------------------------------------
+
+
+def load_suite_tasks(suite, names: Sequence[str] | None) -> list[TaskData]:
+    chosen = select([t.name for t in suite.tasks], names, str(suite.path / "suite.json"))
+    out = []
+    for t in suite.tasks:
+        if t.name not in chosen:
+            continue
+        spec = TaskSpec(name=t.name, text_fields=t.text_fields, labels=t.labels, regression=t.regression,
+                        metrics=t.metrics, primary=t.primary)
+        splits = {}
+        for split in ("train", "dev", "test"):
+            f = _first_existing(suite.task_dir(t.name), (f"{split}.tsv.gz", f"{split}.tsv"))
+            if f is None:
+                if split == "test":
+                    continue
+                raise BenchError(f"{suite.task_dir(t.name) / (split + '.tsv.gz')}: missing {split} split of "
+                                 f"task '{t.name}'")
+            splits[split] = read_tsv_examples(spec, f, text_cols=t.text_fields,
+                                              label_col="label",
+                                              optional_label=split == "test")
+        out.append(TaskData(spec=spec, splits=splits, source=str(suite.task_dir(t.name))))
+    out.sort(key=lambda td: chosen.index(td.spec.name))
+    return out
+
+
+def _first_existing(d: Path, names: Sequence[str]) -> Path | None:
+    for n in names:
+        if (d / n).is_file():
+            return d / n
+    return None

@@ -1,0 +1,66 @@
+"""Where everything of a run lives on disk: the one place that knows the directory layouts.
+
+A pre-training run (`electra-bench pretrain --out DIR`, or one seed of a compare run):
+
+    DIR/run.json              the plan and resolved config; a rerun must match it
+    DIR/log.jsonl             training and diagnostics rows (training/trainer.py)
+    DIR/tokenizer/            the tokenizer the data was encoded with (fine-tuning uses the same)
+    DIR/checkpoints/frac-F/   the kept encoder at budget fraction F (training/checkpoint.py)
+    DIR/state/                the newest resumable state (removed when the run is done)
+    DIR/done.json             written last: the run's summary
+
+A compare run (`results/<run-id>/`, reporting/results.py):
+
+    config.json  provenance.json  scores.jsonl  summary.json  plots/  .lock
+    pretrain/<objective>/seed-<k>/   a pre-training run as above
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+# A checkpoint's metadata names its tokenizer relative to itself (checkpoints/frac-F/ -> tokenizer/),
+# so a pre-training directory can be moved or copied as a whole.
+TOKENIZER_FROM_CHECKPOINT = "../../tokenizer"
+
+
+def fraction_dir(fraction: float) -> str:
+    return f"frac-{fraction:.4f}"
+
+
+class PretrainLayout:
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+
+    run_file = property(lambda self: self.root / "run.json")
+    log = property(lambda self: self.root / "log.jsonl")
+    tokenizer = property(lambda self: self.root / "tokenizer")
+    checkpoints = property(lambda self: self.root / "checkpoints")
+    state = property(lambda self: self.root / "state")
+    done = property(lambda self: self.root / "done.json")
+
+    def checkpoint(self, fraction: float) -> Path:
+        return self.checkpoints / fraction_dir(fraction)
+
+
+def checkpoint_tokenizer(ckpt_dir: str | Path, meta: dict) -> Path:
+    """The tokenizer a checkpoint was trained with (its metadata's relative path, as written)."""
+    return (Path(ckpt_dir) / meta.get("tokenizer", TOKENIZER_FROM_CHECKPOINT)).resolve()
+
+
+class RunLayout:
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+
+    config = property(lambda self: self.root / "config.json")
+    provenance = property(lambda self: self.root / "provenance.json")
+    scores = property(lambda self: self.root / "scores.jsonl")
+    summary = property(lambda self: self.root / "summary.json")
+    plots = property(lambda self: self.root / "plots")
+    lock = property(lambda self: self.root / ".lock")
+
+    def pretrain_root(self, objective: str) -> Path:
+        return self.root / "pretrain" / objective
+
+    def pretrain(self, objective: str, seed: int = 0) -> PretrainLayout:
+        return PretrainLayout(self.pretrain_root(objective) / f"seed-{int(seed)}")
