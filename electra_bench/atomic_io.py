@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -77,8 +78,6 @@ def repair_torn_tail(path: str | Path) -> int:
         if keep == size:
             return 0
         f.truncate(keep)
-    import sys
-
     print(f"warning: {path}: dropped a torn last line ({size - keep} bytes) left by an interrupted write",
           file=sys.stderr)
     return size - keep

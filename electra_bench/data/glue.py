@@ -295,7 +295,7 @@ def _row_namer(where: str):
 
 
 def _has_label(f: Path) -> bool:
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # optional (the `parquet` extra)
 
     return "label" in pq.read_schema(f).names
 

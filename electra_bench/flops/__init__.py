@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..choices import FLOP_CONVENTIONS, OBJECTIVES, require
+from .measured import TRAIN_OVER_FORWARD, measured_inference_flops, measured_step
+from .paper import paper_inference_flops, paper_step
 
 
 @dataclass(frozen=True)
@@ -37,13 +39,9 @@ def step_flops(preset, objective: str, convention: str = "measured") -> StepFlop
     key = (repr(preset), objective, convention)
     if key not in _CACHE:
         if convention == "paper":
-            from .paper import paper_step
-
             forward, breakdown = paper_step(preset, objective)
             train = 2 * forward
         else:
-            from .measured import TRAIN_OVER_FORWARD, measured_step
-
             forward, breakdown = measured_step(preset, objective)
             train = TRAIN_OVER_FORWARD * forward
         _CACHE[key] = StepFlops(convention, float(train), float(forward), dict(breakdown))
@@ -58,11 +56,7 @@ def inference_flops(preset, convention: str = "paper") -> float:
     "measured" counts the encoder plus a 2-label [CLS] classifier."""
     require("FLOP convention", convention, FLOP_CONVENTIONS)
     if convention == "paper":
-        from .paper import paper_inference_flops
-
         return float(paper_inference_flops(preset))
-    from .measured import measured_inference_flops
-
     return float(measured_inference_flops(preset))
 
 

@@ -38,7 +38,9 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
+from .. import objectives, special_tokens
 from ..errors import BenchError
+from ..model import Encoder, SequenceClassifier
 
 FLOP_PER_MAC = 2
 TRAIN_OVER_FORWARD = 3  # forward + backward, backward ~ 2 x forward (grads w.r.t. inputs and weights)
@@ -168,7 +170,8 @@ def check_unaccounted(
 
 
 def _analysis_class():
-    with warnings.catch_warnings():  # fvcore's import calls the deprecated torch.jit.script
+    # imported here, not at the top: fvcore's import calls the deprecated torch.jit.script, silenced here
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         from fvcore.nn import FlopCountAnalysis
 
@@ -244,8 +247,6 @@ def _build_uninitialised(factory: Callable[[], nn.Module]) -> nn.Module:
 def objective_count(preset, objective: str, batch: int = COUNT_BATCH) -> ForwardCount:
     """fvcore count of the training-mode forward of `objectives.build(objective, preset)` on `batch`
     packed sequences of preset.seq_len."""
-    from .. import objectives, special_tokens
-
     special = special_tokens.DEFAULT
     module = _build_uninitialised(lambda: objectives.build(objective, preset, special)).train()
     return count_forward(_LossOf(module), packed_batch(batch, preset.seq_len, preset.encoder.vocab_size, special))
@@ -253,9 +254,6 @@ def objective_count(preset, objective: str, batch: int = COUNT_BATCH) -> Forward
 
 def inference_count(preset, num_labels: int = 2) -> ForwardCount:
     """fvcore count of the fine-tuned model (encoder + [CLS] classifier, eval mode) on ONE sequence."""
-    from .. import special_tokens
-    from ..model import Encoder, SequenceClassifier
-
     module = _build_uninitialised(lambda: SequenceClassifier(Encoder(preset.encoder), num_labels)).eval()
     return count_forward(module, packed_batch(1, preset.seq_len, preset.encoder.vocab_size, special_tokens.DEFAULT))
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
 
 from ..errors import BenchError
 
@@ -51,8 +52,6 @@ def setup(device: str = "auto") -> Dist:
 def wrap(module: torch.nn.Module, d: Dist) -> torch.nn.Module:
     if d.world == 1:
         return module
-    from torch.nn.parallel import DistributedDataParallel
-
     ids = [d.device.index] if d.device.type == "cuda" else None
     return DistributedDataParallel(module, device_ids=ids)
 
