@@ -242,6 +242,14 @@ def build(objective: str, preset, special: SpecialIds) -> MaskedLM | ReplacedTok
     )
 
 
+def initial_encoder(encoder_cfg: EncoderConfig, seed: int) -> Encoder:
+    """The encoder both objectives start from under `seed` (the trainer seeds torch, then builds the
+    objective, whose kept encoder is constructed first): the 'untrained' point of a comparison.
+    tests/test_orchestration.py checks the identity by weights for both objectives."""
+    torch.manual_seed(seed)
+    return Encoder(encoder_cfg)
+
+
 def parameter_counts(p) -> dict[str, int]:
     """Parameters of a resolved `presets.Preset`: the kept encoder, each objective's whole model and
     RTD's generator (without the embeddings it shares with the discriminator)."""

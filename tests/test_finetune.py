@@ -7,7 +7,7 @@ import torch
 
 from electra_bench.data.tasks import Example, TaskData, TaskSpec
 from electra_bench.data.tokenizer import Tokenizer
-from electra_bench.evaluation.finetune import Recipe, evaluate, layerwise_param_groups
+from electra_bench.evaluation.finetune import Recipe, evaluate, layerwise_param_groups, training_examples
 from electra_bench.model import Encoder, EncoderConfig, SequenceClassifier
 
 WORDS = "the a film story plot actor scene music ending very quite rather was is felt looked".split()
@@ -62,11 +62,16 @@ def test_regression_finetuning_correlates(tokenizer):
 def test_fewshot_uses_only_k_examples_and_seeds_differ(tokenizer):
     task = _keyword_task()
     recipe = Recipe(protocol="fewshot", lr=3e-3, max_len=16, epochs=1, fewshot_examples=8)
+    s0, s0_again, s1 = (training_examples(task, recipe, s) for s in (0, 0, 1))
+    assert len(s0) == 8 < len(task.splits["train"])  # only k examples
+    assert all(any(ex is t for t in task.splits["train"]) for ex in s0)
+    assert [id(e) for e in s0] == [id(e) for e in s0_again]  # a seed's sample is fixed
+    assert {id(e) for e in s0} != {id(e) for e in s1}  # seeds draw different samples
+    full = Recipe(protocol="finetune", max_len=16)
+    assert len(training_examples(task, full, 0)) == len(task.splits["train"])  # finetune: all of them
     a = evaluate(_encoder(tokenizer.vocab_size), task, tokenizer, recipe, seed=0, device=torch.device("cpu"))
     b = evaluate(_encoder(tokenizer.vocab_size), task, tokenizer, recipe, seed=0, device=torch.device("cpu"))
-    c = evaluate(_encoder(tokenizer.vocab_size), task, tokenizer, recipe, seed=1, device=torch.device("cpu"))
-    assert a == b  # same seed, same numbers
-    assert 0 <= a["accuracy"] <= 100 and 0 <= c["accuracy"] <= 100
+    assert a == b and 0 <= a["accuracy"] <= 100  # same seed, same numbers
 
 
 def test_layerwise_lr_decay_matches_electra():

@@ -188,6 +188,14 @@ def layerwise_param_groups(model: SequenceClassifier, lr: float, decay: float, w
     return [{"params": ps, "lr": glr, "base_lr": glr, "weight_decay": wd} for (glr, wd), ps in groups.items()]
 
 
+def training_examples(task, recipe: Recipe, seed: int) -> list:
+    """The training examples one fine-tuning seed uses: `fewshot_examples` of them for `fewshot` (a
+    seed-dependent sample), all (or `max_train_examples`) for `finetune`."""
+    train = task.splits["train"]
+    k = recipe.fewshot_examples if recipe.protocol == "fewshot" else recipe.max_train_examples
+    return [train[i] for i in _sample(len(train), k, seed)]
+
+
 def finetune(encoder_state: dict, encoder_cfg, task, tokenizer, recipe: Recipe, seed: int, device) -> dict:
     """Fine-tune a fresh copy of the encoder on one task with one seed; returns dev metrics."""
     spec = task.spec
@@ -195,9 +203,7 @@ def finetune(encoder_state: dict, encoder_cfg, task, tokenizer, recipe: Recipe, 
     encoder = Encoder(encoder_cfg)
     encoder.load_state_dict(encoder_state)
     model = SequenceClassifier(encoder, spec.num_labels).to(device)
-    train = task.splits["train"]
-    k = recipe.fewshot_examples if recipe.protocol == "fewshot" else recipe.max_train_examples
-    train = [train[i] for i in _sample(len(train), k, seed)]
+    train = training_examples(task, recipe, seed)
     epochs = recipe.epochs_for(spec.name)
     steps_per_epoch = math.ceil(len(train) / recipe.batch_size)
     total = max(1, epochs * steps_per_epoch)

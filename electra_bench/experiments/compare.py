@@ -34,8 +34,7 @@ from ..data.suite import load_suite
 from ..data.task_sources import load_tasks
 from ..errors import BenchError
 from ..evaluation.scoring import recipe_for, score_encoder
-from ..model import Encoder
-from ..objectives import parameter_counts
+from ..objectives import initial_encoder, parameter_counts
 from ..reporting import plots, provenance, report
 from ..reporting.results import open_run
 from ..reporting.summary import build_summary
@@ -200,8 +199,7 @@ def _score_points(spec: CompareSpec, objective: str, pretrain_seed: int, points:
     for fraction, step, flops, ckpt in points:
         names = todo[fraction]
         if ckpt is None:
-            torch.manual_seed(pretrain_seed)  # exactly the initial encoder of both objectives for this seed
-            encoder = Encoder(p.encoder)
+            encoder = initial_encoder(p.encoder, pretrain_seed)
         else:
             encoder = checkpoint.load_encoder(ckpt)[0]
         for r in score_encoder(encoder, data.tokenizer, [tasks[n] for n in names], list(range(spec.seeds)),

@@ -128,7 +128,7 @@ def pretrain(
     if d.is_main:
         _prepare_run_dir(out, identity, tokenizer)
 
-    model, unigram = _build_model(plan.objective, preset, train, heldout is not None, special, opts.seed)
+    model, unigram = initial_model(plan.objective, preset, train, heldout is not None, special, opts.seed)
     model = model.to(d.device)
     diag = _Diagnostics(model, heldout, preset, opts, special, d.device, unigram)
     optimizer = optim.pretraining_optimizer(model, preset, d.device)
@@ -208,7 +208,7 @@ def _prepare_run_dir(out: PretrainLayout, identity: dict, tokenizer) -> None:
         _ensure_tokenizer(out.tokenizer, tokenizer)
 
 
-def _build_model(objective: str, preset: Preset, train: SequenceSource, diagnose: bool, special: SpecialIds,
+def initial_model(objective: str, preset: Preset, train: SequenceSource, diagnose: bool, special: SpecialIds,
                  seed: int):
     """The objective module with the seed's initial weights (identical on every rank), and the unigram
     log-probabilities of the training data when the prior init or the diagnostics need them."""
