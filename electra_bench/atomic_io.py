@@ -16,9 +16,21 @@ from pathlib import Path
 from typing import Any, Iterator
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+# mkstemp creates files 0600; results are shared, so a finished file gets the mode any new file of
+# this process gets (0666 minus the umask), as the append-only logs do.
+FILE_MODE = 0o666 & ~_umask()
+
+
 @contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
-    """Yield a temporary path next to `path`; on success rename it over `path`, on error delete it."""
+    """Yield a temporary path next to `path`; on success rename it over `path` (with the umask's file
+    mode), on error delete it."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -28,6 +40,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         yield tmp_path
         with open(tmp_path, "rb") as f:
             os.fsync(f.fileno())
+        os.chmod(tmp_path, FILE_MODE)
         os.replace(tmp_path, path)
     except BaseException:
         tmp_path.unlink(missing_ok=True)
@@ -112,3 +125,14 @@ def json_default(o: Any) -> Any:
     if hasattr(o, "item"):
         return o.item()
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def remove_stale_temp_files(directory: str | Path) -> int:
+    """Delete the temp files of atomic writes (`.<name>.*.tmp`) under `directory`: what a process
+    killed mid-write leaves. Only for a directory this process holds the lock of. Returns the count."""
+    n = 0
+    for p in Path(directory).rglob(".*.tmp"):
+        if p.is_file():
+            p.unlink(missing_ok=True)
+            n += 1
+    return n

@@ -9,12 +9,14 @@ torch (2-15 s to import here), so nothing at module level may import it.
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
 import sys
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
 from .choices import FLOP_CONVENTIONS, OBJECTIVES, PRECISIONS, PROTOCOLS
 from .errors import BenchError
@@ -24,17 +26,68 @@ out = Console(width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 
+# Numeric options are checked where they are parsed: a bad value is a usage error naming the option.
+POSITIVE_INT = click.IntRange(min=1)
+POSITIVE_FLOAT = click.FloatRange(min=0, min_open=True)
+FRACTION = click.FloatRange(0, 1, min_open=True, max_open=True)
+
+
+def _note(line: str | None) -> None:
+    if line:
+        err.print(line, highlight=False, soft_wrap=True)
+
+
 def _emit_json(obj) -> None:
     click.echo(json.dumps(obj, indent=2, sort_keys=True, default=str))
 
 
+def _fail(message: str, code: int = 2) -> None:
+    """One line, whatever the message holds (click's lists span lines; brackets are not markup)."""
+    err.print(f"[bold red]error:[/] {escape(' '.join(str(message).split()))}", highlight=False, soft_wrap=True)
+    sys.exit(code)
+
+
+def _os_error(e: OSError) -> str:
+    """One line for an OSError: the file, what went wrong, and what to do for the common ones."""
+    where = f"{e.filename}: " if e.filename else ""
+    hint = {
+        errno.ENOSPC: "; free space (or choose another --out/--results) and run the same command again: "
+                      "finished parts are kept and nothing half-written is used",
+        errno.ENOTDIR: " (a file stands where a directory is expected)",
+        errno.EEXIST: " (a file stands where a directory is expected)",
+        errno.EACCES: "; check the permissions",
+    }.get(e.errno, "")
+    return f"{where}{e.strerror or e}{hint}"
+
+
 class _Group(click.Group):
+    """Every way a command can fail on its input or environment ends in one `error:` line and a
+    non-zero exit: BenchError (exit 2), usage errors (2), OSError such as a full disk or a file where a
+    directory is expected (2), Ctrl-C (130). A traceback means a bug in electra-bench."""
+
+    def main(self, *args, **kwargs):
+        try:
+            rv = super().main(*args, standalone_mode=False, **kwargs)
+        except click.exceptions.NoArgsIsHelpError as e:  # bare `electra-bench`: the help, as usual
+            click.echo(e.ctx.get_help())
+            sys.exit(0)
+        except click.UsageError as e:
+            cmd = e.ctx.command_path if e.ctx else "electra-bench"
+            _fail(f"{e.format_message()} (see `{cmd} --help`)", e.exit_code)
+        except click.ClickException as e:
+            _fail(e.format_message(), e.exit_code)
+        except click.exceptions.Abort:
+            err.print("interrupted")
+            sys.exit(130)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except BenchError as e:
-            err.print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
-            sys.exit(e.exit_code)
+            _fail(str(e), e.exit_code)
+        except OSError as e:
+            _fail(_os_error(e))
         except KeyboardInterrupt:
             err.print("interrupted: run the same command again to resume where it stopped")
             sys.exit(130)
@@ -43,17 +96,17 @@ class _Group(click.Group):
 def override_options(fn):
     """The preset fields users change on the command line."""
     opts = [
-        click.option("--steps", type=int, help="Full-schedule steps (the reference for '%' budgets)."),
-        click.option("--batch-size", type=int, help="Global batch size (sequences per step)."),
-        click.option("--seq-len", type=int, help="Sequence length."),
-        click.option("--generator-size", type=float,
+        click.option("--steps", type=POSITIVE_INT, help="Full-schedule steps (the reference for '%' budgets)."),
+        click.option("--batch-size", type=POSITIVE_INT, help="Global batch size (sequences per step)."),
+        click.option("--seq-len", type=POSITIVE_INT, help="Sequence length."),
+        click.option("--generator-size", type=POSITIVE_FLOAT,
                      help="Generator hidden size: a fraction of the discriminator's (<= 1) or absolute (> 1)."),
-        click.option("--lr", type=float, help="Peak learning rate."),
-        click.option("--mask-prob", type=float, help="Fraction of positions masked."),
-        click.option("--vocab-size", type=int, help="Vocabulary size (of a tokenizer trained on the corpus)."),
-        click.option("--temperature", "rtd_temperature", type=float,
+        click.option("--lr", type=POSITIVE_FLOAT, help="Peak learning rate."),
+        click.option("--mask-prob", type=FRACTION, help="Fraction of positions masked."),
+        click.option("--vocab-size", type=click.IntRange(min=6), help="Vocabulary size (of a tokenizer trained on the corpus)."),
+        click.option("--temperature", "rtd_temperature", type=click.FloatRange(min=0),
                      help="RTD: sample the generator from softmax(logits / T) (official `temperature`; 1 = standard)."),
-        click.option("--dropout", type=float, help="Dropout in the encoder during pre-training."),
+        click.option("--dropout", type=click.FloatRange(0, 1, max_open=True), help="Dropout in the encoder during pre-training."),
     ]
     for o in reversed(opts):
         fn = o(fn)
@@ -120,9 +173,9 @@ def flops(preset, objective, convention, overrides, as_json):
 
 
 @main.command()
-@click.option("--seq-len", type=int, default=512, show_default=True)
-@click.option("--mask-prob", type=float, default=0.15, show_default=True)
-@click.option("--vocab-size", type=int, default=30522, show_default=True)
+@click.option("--seq-len", type=POSITIVE_INT, default=512, show_default=True)
+@click.option("--mask-prob", type=FRACTION, default=0.15, show_default=True)
+@click.option("--vocab-size", type=click.IntRange(min=2), default=30522, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
 def signal(seq_len, mask_prob, vocab_size, as_json):
     """Learning signal per sequence: positions with gradient and bits of target, MLM vs RTD."""
@@ -140,7 +193,7 @@ def train_options(fn):
         click.option("--convention", type=click.Choice(FLOP_CONVENTIONS), default="measured", show_default=True),
         click.option("--corpus", default=None, help="Text file, directory, glob or hf:NAME (default: embedded suite)."),
         click.option("--vocab-file", default=None, help="A WordPiece vocab.txt (default: train one on the corpus)."),
-        click.option("--seed", type=int, default=0, show_default=True),
+        click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True),
         click.option("--device", default="auto", show_default=True),
         click.option("--precision", type=click.Choice(PRECISIONS), default="auto", show_default=True),
         click.option("--compile", "compile_", is_flag=True, help="torch.compile the training step."),
@@ -156,9 +209,9 @@ def train_options(fn):
 @click.option("--objective", type=click.Choice(OBJECTIVES), required=True)
 @click.option("--out", "out_dir", default=None, help="Run directory (default results/pretrain-<preset>-<objective>-<budget>).")
 @click.option("--resume/--no-resume", default=True, show_default=True)
-@click.option("--log-every", type=int, default=10, show_default=True)
-@click.option("--save-every", type=int, default=0, help="Also save resumable state every N steps.")
-@click.option("--peak-flops", type=float, default=None, help="Declared peak FLOP/s for MFU (default: measured).")
+@click.option("--log-every", type=POSITIVE_INT, default=10, show_default=True)
+@click.option("--save-every", type=click.IntRange(min=0), default=0, help="Also save resumable state every N steps.")
+@click.option("--peak-flops", type=POSITIVE_FLOAT, default=None, help="Declared peak FLOP/s for MFU (default: measured).")
 @click.option("--dry-run", is_flag=True, help="Plan only: print steps, FLOPs and checkpoints.")
 @click.option("--show-config", is_flag=True, help="Print the resolved config and plan, then exit.")
 @override_options
@@ -175,11 +228,13 @@ def pretrain(preset, budget, convention, corpus, vocab_file, seed, device, preci
         raise BenchError("--budget is required (FLOPs like 1e15, or a share of the paper's budget like 25%)")
     if dry_run or show_config:  # planning needs no data: the preset's vocabulary stands
         b = runner.resolve_budget(p, budget, convention)
+        _note(runner.budget_note(p, b, convention))
         info = {"preset": p.to_dict(), "plan": runner.plan(p, objective, b, convention).to_dict()}
         _emit_json(info) if (as_json or show_config) else out.print(info["plan"])
         return
     data, p = runner.prepare_data(p, corpus, vocab_file, seed, quiet)
     b = runner.resolve_budget(p, budget, convention)
+    _note(runner.budget_note(p, b, convention))
     the_plan = runner.plan(p, objective, b, convention)
     out_dir = out_dir or f"results/pretrain-{p.name}-{objective}-{b:.3g}"
     opts = TrainOptions(seed=seed, device=device, precision=precision, compile=compile_, log_every=log_every,
@@ -196,7 +251,7 @@ def pretrain(preset, budget, convention, corpus, vocab_file, seed, device, preci
 @click.argument("checkpoint")
 @click.option("--tasks", default=None, help="Comma-separated task names (default: all of the source).")
 @click.option("--data", "source", default=None, help="GLUE directory, parquet layout, hf:glue (default: embedded suite).")
-@click.option("--seeds", type=int, default=3, show_default=True)
+@click.option("--seeds", type=POSITIVE_INT, default=3, show_default=True)
 @click.option("--protocol", type=click.Choice(PROTOCOLS), default="finetune", show_default=True)
 @click.option("--device", default="auto", show_default=True)
 @click.option("--json", "as_json", is_flag=True)
@@ -218,15 +273,15 @@ def finetune(checkpoint, tasks, source, seeds, protocol, device, as_json):
 @click.option("--corpus", default=None)
 @click.option("--data", "source", default=None, help="Downstream tasks (default: embedded suite).")
 @click.option("--tasks", default=None)
-@click.option("--seeds", type=int, default=None, help="Evaluation seeds per checkpoint and task.")
-@click.option("--pretrain-seeds", type=int, default=None,
+@click.option("--seeds", type=POSITIVE_INT, default=None, help="Evaluation seeds per checkpoint and task.")
+@click.option("--pretrain-seeds", type=POSITIVE_INT, default=None,
               help="Pre-training runs per objective (default 2 on the CPU default); the score band is over these.")
 @click.option("--protocol", type=click.Choice(PROTOCOLS), default=None)
 @click.option("--results", "root", default="results", show_default=True)
 @click.option("--run-id", default=None, help="Default: derived from the config, so a rerun resumes.")
 @click.option("--device", default="auto", show_default=True)
-@click.option("--jobs", type=int, default=None, help="Worker processes (default: one per core, at most one per run).")
-@click.option("--threads", type=int, default=None, help="Threads per worker (default: cores / jobs).")
+@click.option("--jobs", type=POSITIVE_INT, default=None, help="Worker processes (default: one per core, at most one per run).")
+@click.option("--threads", type=POSITIVE_INT, default=None, help="Threads per worker (default: cores / jobs).")
 @click.option("--quiet", is_flag=True)
 @click.option("--json", "as_json", is_flag=True)
 @override_options
@@ -257,7 +312,7 @@ def report(runs, fmt):
 @main.command()
 @click.argument("run")
 @click.option("--baseline", required=True, help="Baseline JSON (see results/baselines/).")
-@click.option("--tol", type=float, default=None,
+@click.option("--tol", type=click.FloatRange(min=0), default=None,
               help="Allowed drop in score points for scores and margins (default: the baseline's); the "
                    "learning diagnostics keep their own tolerances.")
 @click.option("--json", "as_json", is_flag=True)
@@ -275,7 +330,7 @@ def check(run, baseline, tol, as_json):
 @main.command()
 @click.argument("run")
 @click.option("--out", "out_path", required=True, help="Where to write the baseline JSON.")
-@click.option("--tol", type=float, default=2.0, show_default=True,
+@click.option("--tol", type=click.FloatRange(min=0), default=2.0, show_default=True,
               help="Allowed drop in score points (scores, margins); diagnostics use their own tolerances.")
 def baseline(run, out_path, tol):
     """Write a run's scores as a regression baseline for `check`."""

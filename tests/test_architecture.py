@@ -19,7 +19,7 @@ STAGES = {
     "electra_bench.evaluation": 4,
     "electra_bench.reporting": 5,
     "electra_bench.experiments": 6,
-    "electra_bench.cli": 7,
+    "electra_bench.cli": 7, "electra_bench.__main__": 7,
 }
 
 

@@ -119,13 +119,14 @@ def test_two_process_gloo_ddp(tmp_path):
 def test_an_incomplete_tokenizer_folder_is_saved_again(tmp_path):
     """A kill mid-save leaves tokenizer/ with only a temp file: the resume must notice and save it."""
     from electra_bench.data.tokenizer import Tokenizer
-    from electra_bench.training.trainer import _ensure_tokenizer, _remove_stale_temp_files
+    from electra_bench.atomic_io import remove_stale_temp_files
+    from electra_bench.training.trainer import _ensure_tokenizer
 
     tok = Tokenizer.train(["the cat sat on the mat ."] * 20, 40)
     d = tmp_path / "tokenizer"
     d.mkdir()
     (d / ".vocab.txt.abc.tmp").write_text("partial")
-    _remove_stale_temp_files(tmp_path)
+    assert remove_stale_temp_files(tmp_path) == 1
     _ensure_tokenizer(d, tok)
     assert Tokenizer.load(d).sha256 == tok.sha256
     assert not list(d.glob(".*.tmp"))

@@ -19,6 +19,7 @@ import hashlib
 import json
 import multiprocessing
 import os
+import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
@@ -41,6 +42,7 @@ from ..reporting.summary import build_summary
 from ..training import checkpoint
 from ..training import run as runner
 from ..training.distributed import resolve_device
+from ..training.budget import parse_budget
 from ..training.trainer import TrainOptions
 
 # The embedded CPU default (chosen by learning diagnostics and dev scores, see docs/tuning.md) and
@@ -86,11 +88,12 @@ class CompareSpec:
         if quick and long:
             raise BenchError("--quick and --long exclude each other")
         base = CPU_QUICK if quick else CPU_LONG if long else CPU_DEFAULT
-        custom_preset = preset is not None and preset != base["preset"]
+        name = preset or base["preset"]
+        presets.get(name)  # an unknown preset fails first, before anything is created
+        custom_preset = name != base["preset"]
         if custom_preset and budget is None:
             raise BenchError(f"--budget is required with --preset {preset} (e.g. 1e17 or 6.25%)")
-        name = preset or base["preset"]
-        presets.get(name)  # an unknown preset fails here, before anything is created
+        parse_budget(budget or base["budget"], reference_flops=1.0)  # a malformed budget fails here
         for label, value in (("--seeds", seeds), ("--pretrain-seeds", pretrain_seeds), ("--jobs", jobs),
                              ("--threads", threads)):
             if value is not None and value < 1:
@@ -227,9 +230,13 @@ def run_compare(spec: CompareSpec, root: str | Path, run_id: str | None, quiet: 
     run_id = run_id or spec.run_id()
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
+    # everything that can fail on the user's input (data, budget, tasks) before the run directory exists
+    tasks = load_tasks(spec.source, list(spec.tasks) if spec.tasks else None)
+    data, p, budget, plans = _prepare(spec, quiet)
+    note = runner.budget_note(p, budget, spec.convention)
+    if note and not quiet:
+        print(note, file=sys.stderr)
     with open_run(root, run_id, spec.to_dict()) as run:
-        data, p, budget, plans = _prepare(spec, quiet)
-        tasks = load_tasks(spec.source, list(spec.tasks) if spec.tasks else None)
         seeds = list(range(spec.seeds))
         pretrain_seeds = list(range(spec.pretrain_seeds))
         provenance_info = provenance.collect(

@@ -19,11 +19,8 @@ results/<run_id>/
 from __future__ import annotations
 
 import datetime as _dt
-import errno
-import fcntl
 import json
 import math
-import os
 import re
 import secrets
 from pathlib import Path
@@ -32,9 +29,11 @@ from typing import Any, Iterable, Mapping
 import pandas as pd
 
 from .. import atomic_io
+from ..atomic_io import remove_stale_temp_files
 from ..choices import FLOP_CONVENTIONS, PROTOCOLS, SCORED_OBJECTIVES
 from ..errors import BenchError, at
 from ..layout import RunLayout
+from ..locking import DirectoryLock
 
 
 # field -> type check; every row has exactly these keys
@@ -160,23 +159,20 @@ def _validate_row(row: Mapping[str, Any], where: str) -> dict:
 class RunDir:
     """One run's directory. Writable (and locked) when made by `open_run`, read-only from `load_run`."""
 
-    def __init__(self, path: Path, *, writable: bool, lock_fd: int | None = None):
+    def __init__(self, path: Path, *, writable: bool, lock: DirectoryLock | None = None):
         self.path = Path(path)
         self.layout = RunLayout(self.path)
         self.run_id = self.path.name
         self.writable = writable
-        self._lock_fd = lock_fd
+        self._lock = lock
         self._scores: pd.DataFrame | None = None
 
     # -- lifetime ---------------------------------------------------------------------------------------
     def close(self) -> None:
         """Release the lock (a no-op for read-only runs). The RunDir becomes read-only."""
-        if self._lock_fd is not None:
-            try:
-                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
-            finally:
-                os.close(self._lock_fd)
-                self._lock_fd = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
         self.writable = False
 
     def __enter__(self) -> "RunDir":
@@ -305,25 +301,6 @@ class RunDir:
         return pd.DataFrame(atomic_io.read_jsonl(path))
 
 
-def _lock(run_path: Path, run_id: str) -> int:
-    lock_path = RunLayout(run_path).lock
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as e:
-        os.close(fd)
-        if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-            raise BenchError(f"{at(lock_path)}: cannot lock ({e})") from None
-        try:
-            pid = lock_path.read_text().strip() or "unknown"
-        except OSError:
-            pid = "unknown"
-        raise BenchError(f"run {run_id} is being written by another process (pid {pid})") from None
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-    return fd
-
-
 def open_run(root: str | Path, run_id: str, config: Mapping[str, Any], *, create: bool = True) -> RunDir:
     """Open `root/run_id` for writing, holding its lock until `.close()` / the `with` block ends.
 
@@ -350,8 +327,9 @@ def open_run(root: str | Path, run_id: str, config: Mapping[str, Any], *, create
                 raise BenchError(f"{at(run_path)}: exists and is not a directory") from None
     elif not run_path.is_dir():
         raise BenchError(f"{at(run_path)}: no such run")
-    fd = _lock(run_path, run_id)
-    run = RunDir(run_path, writable=True, lock_fd=fd)
+    lock = DirectoryLock(run_path, f"run {run_id}").acquire()
+    remove_stale_temp_files(run_path)  # left by a process killed mid-write; this one owns the run now
+    run = RunDir(run_path, writable=True, lock=lock)
     try:
         config_path = run.layout.config
         if config_path.exists():

@@ -10,11 +10,13 @@ Two kinds live in a pre-training directory:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
 
 import torch
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 
 from .. import atomic_io
@@ -40,8 +42,19 @@ def _unique_state(module: torch.nn.Module) -> dict[str, torch.Tensor]:
     return out
 
 
+def read_tensors(path: Path) -> dict[str, torch.Tensor]:
+    """A safetensors file's tensors; a missing, truncated or foreign file is a BenchError naming it."""
+    if not Path(path).is_file():
+        raise BenchError(f"{path}: missing")
+    try:
+        return load_file(str(path))
+    except (SafetensorError, ValueError, RuntimeError) as e:
+        raise BenchError(f"{path}: not a readable safetensors file ({str(e).splitlines()[0][:120]}); "
+                         f"it was cut short or is not a checkpoint written by electra-bench") from None
+
+
 def load_into(module: torch.nn.Module, path: Path) -> None:
-    tensors = load_file(str(path))
+    tensors = read_tensors(path)
     missing, unexpected = module.load_state_dict(tensors, strict=False)
     # Shared tensors are stored once; their other names are legitimately "missing" here.
     shared = {n for n in missing if _is_alias(module, n, tensors)}
@@ -70,9 +83,38 @@ def read_checkpoint_meta(directory: str | Path) -> dict:
     if not path.is_file():
         raise BenchError(f"{directory}: not a checkpoint (expected checkpoint.json and model.safetensors)")
     try:
-        return json.loads(path.read_text())
+        meta = json.loads(path.read_text())
     except json.JSONDecodeError as e:
         raise BenchError(f"{path}:{e.lineno}: malformed checkpoint metadata ({e.msg})") from None
+    except UnicodeDecodeError:
+        raise BenchError(f"{path}: checkpoint metadata is not UTF-8 text") from None
+    if not isinstance(meta, dict) or not isinstance(meta.get("encoder"), dict):
+        raise BenchError(f"{path}: checkpoint metadata has no 'encoder' configuration")
+    fields = {f.name for f in dataclasses.fields(EncoderConfig)}
+    required = {f.name for f in dataclasses.fields(EncoderConfig)
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
+    unknown, missing = set(meta["encoder"]) - fields, required - set(meta["encoder"])
+    if unknown or missing:
+        raise BenchError(f"{path}: 'encoder' configuration is not this version's (missing {sorted(missing)}, "
+                         f"unknown {sorted(unknown)})")
+    return meta
+
+
+def verify_checkpoint(directory: str | Path) -> dict:
+    """A checkpoint's metadata, after checking that its weights file is a complete safetensors file
+    (header and sizes; the tensors are not read). BenchError naming the file otherwise."""
+    meta = read_checkpoint_meta(directory)
+    path = Path(directory) / "model.safetensors"
+    if not path.is_file():
+        raise BenchError(f"{path}: missing")
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            n_keys = len(list(f.keys()))
+    except (SafetensorError, ValueError, RuntimeError, OSError) as e:
+        raise BenchError(f"{path}: not a readable safetensors file ({str(e).splitlines()[0][:120]})") from None
+    if n_keys == 0:
+        raise BenchError(f"{path}: holds no tensors")
+    return meta
 
 
 def load_encoder(directory: str | Path) -> tuple[Encoder, dict]:
@@ -115,11 +157,15 @@ def load_state(root: Path, module: torch.nn.Module, optimizer: torch.optim.Optim
     latest = root / "latest.json"
     if not latest.is_file():
         return None
-    pointer = json.loads(latest.read_text())
-    state_dir = root / pointer["dir"]
-    info = json.loads((state_dir / "state.json").read_text())
+    try:
+        state_dir = root / json.loads(latest.read_text())["dir"]
+        info = json.loads((state_dir / "state.json").read_text())
+        info["step"], info["scalars"], info["param_groups"]  # noqa: B018 (what a resume needs)
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise BenchError(f"{root}: the resumable state is unreadable ({type(e).__name__}: {e}); delete "
+                         f"{root} to restart this run from its beginning") from None
     load_into(module, state_dir / "model.safetensors")
-    tensors = load_file(str(state_dir / "optimizer.safetensors"))
+    tensors = read_tensors(state_dir / "optimizer.safetensors")
     state: dict[int, dict] = {}
     for key, v in tensors.items():
         idx, k = key.split(".", 1)

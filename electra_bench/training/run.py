@@ -7,10 +7,14 @@ vocabulary finishes the preset, the preset gives FLOPs per step, and the budget 
 from __future__ import annotations
 
 import dataclasses
+import os
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from ..data.pretraining import PretrainingData, prepare_pretraining
 from ..flops import step_flops
+from ..locking import DirectoryLock
 from ..presets import Preset
 from .budget import Plan, make_plan, parse_budget
 from .trainer import TrainOptions, pretrain
@@ -25,6 +29,15 @@ def reference_flops(preset: Preset, convention: str) -> float:
 def resolve_budget(preset: Preset, budget: str | float, convention: str) -> float:
     needs_reference = isinstance(budget, str) and budget.strip().endswith("%")
     return parse_budget(budget, reference_flops(preset, convention) if needs_reference else None)
+
+
+def budget_note(preset: Preset, budget: float, convention: str) -> str | None:
+    """A line for a budget beyond the paper's full schedule (allowed, but rarely what was meant)."""
+    share = budget / reference_flops(preset, convention)
+    if share <= 1.0:
+        return None
+    return (f"note: budget {budget:.3g} FLOPs is {100 * share:.0f}% of the paper's full schedule for preset "
+            f"{preset.name} ({convention} convention): more compute than the paper trained with")
 
 
 def plan(preset: Preset, objective: str, budget: float, convention: str) -> Plan:
@@ -52,7 +65,20 @@ def prepare_data(preset: Preset, corpus: str | None, vocab_file: str | None, see
 
 
 def run(preset: Preset, the_plan: Plan, data: PretrainingData, out_dir: str | Path, opts: TrainOptions) -> dict:
-    return pretrain(
-        preset.for_objective(the_plan.objective), the_plan, data.train, data.heldout, data.tokenizer.special, out_dir, opts,
-        run_info={"data": data.hashes()}, tokenizer=data.tokenizer,
-    )
+    """Pre-train into `out_dir`, holding its lock: a second process on the same directory is refused."""
+    with _writer_lock(out_dir):
+        return pretrain(
+            preset.for_objective(the_plan.objective), the_plan, data.train, data.heldout, data.tokenizer.special,
+            out_dir, opts, run_info={"data": data.hashes()}, tokenizer=data.tokenizer,
+        )
+
+
+@contextmanager
+def _writer_lock(out_dir: str | Path) -> Iterator[None]:
+    """The directory's lock, taken by the one process that writes it (rank 0 under torchrun)."""
+    if int(os.environ.get("RANK", "0")) != 0:
+        yield
+        return
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    with DirectoryLock(out_dir, f"pre-training directory {out_dir}"):
+        yield

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,7 +125,16 @@ def pretrain(
                 **(run_info or {})}
     done = _check_run_dir(out, identity, opts.resume)
     if done is not None:
-        return done
+        problem = _unusable_part(out, plan)
+        if problem is None:
+            if d.is_main and tokenizer is not None:
+                _ensure_tokenizer(out.tokenizer, tokenizer)
+            return done
+        if d.is_main:  # deterministic: training again gives the same weights
+            print(f"warning: {out.root}: {problem}; training this run again from the start", file=sys.stderr)
+            out.done.unlink(missing_ok=True)
+            shutil.rmtree(out.state, ignore_errors=True)
+        distributed.barrier(d)
     if d.is_main:
         _prepare_run_dir(out, identity, tokenizer)
 
@@ -202,7 +212,7 @@ def _local_batch(preset: Preset, train: SequenceSource, d) -> int:
 
 def _prepare_run_dir(out: PretrainLayout, identity: dict, tokenizer) -> None:
     out.root.mkdir(parents=True, exist_ok=True)
-    _remove_stale_temp_files(out.root)
+    atomic_io.remove_stale_temp_files(out.root)
     atomic_io.write_json(out.run_file, identity)
     if tokenizer is not None:
         _ensure_tokenizer(out.tokenizer, tokenizer)
@@ -230,6 +240,11 @@ def _resume(out: PretrainLayout, model, optimizer, resume: bool, d, diag: "_Diag
         info = checkpoint.load_state(out.state, model, optimizer)
         if info is not None:
             start_step = info["step"]
+            threads = info.get("threads")
+            if d.is_main and threads is not None and threads != torch.get_num_threads():
+                print(f"warning: {out.root}: resuming with {torch.get_num_threads()} threads where the run started "
+                      f"with {threads}; float sums may differ in the last bits from an uninterrupted run",
+                      file=sys.stderr)
     if d.is_main:
         _truncate_log(out.log, start_step if start_step > 0 else -1)
         if start_step == 0 and diag.enabled:
@@ -272,7 +287,8 @@ class _StateSaver:
         if not due or step >= self.plan.total_steps:
             return
         if d.is_main:
-            checkpoint.save_state(self.out.state, step, model, optimizer, {"objective": self.plan.objective})
+            checkpoint.save_state(self.out.state, step, model, optimizer,
+                                  {"objective": self.plan.objective, "threads": torch.get_num_threads()})
         distributed.barrier(d)
         self.last = time.perf_counter()
 
@@ -302,6 +318,7 @@ def _summary(plan: Plan, peak: float, d, bf16: bool) -> dict:
         "world_size": d.world,
         "device": str(d.device),
         "precision": "bf16" if bf16 else "fp32",
+        "threads": torch.get_num_threads(),
     }
 
 
@@ -336,13 +353,6 @@ class _Diagnostics:
         return {f"diag/{k}": v for k, v in values.items()}
 
 
-def _remove_stale_temp_files(out: Path) -> None:
-    """Temp files of atomic writes interrupted by a kill (`.<name>.*.tmp`) in the run directory this
-    process owns."""
-    for p in out.rglob(".*.tmp"):
-        p.unlink(missing_ok=True)
-
-
 def _ensure_tokenizer(directory: Path, tokenizer) -> None:
     """The saved tokenizer must be complete and the one the data was encoded with: verify it rather
     than trust that the folder exists (a kill mid-save leaves a folder without it), else save it."""
@@ -367,6 +377,23 @@ def _check_run_dir(out: PretrainLayout, identity: dict, resume: bool) -> dict | 
         raise BenchError(f"{out.root} already holds this run; rerun without --no-resume to continue it, or choose another --out")
     if out.done.is_file():
         return json.loads(out.done.read_text())
+    return None
+
+
+def _unusable_part(out: PretrainLayout, plan: Plan) -> str | None:
+    """What of a finished run a later step could not use (a checkpoint or the log), or None. Verified
+    rather than trusted: a file can be lost or cut short after the run finished."""
+    for fraction in plan.checkpoints:
+        try:
+            checkpoint.verify_checkpoint(out.checkpoint(fraction))
+        except BenchError as e:
+            return f"checkpoint {fraction_dir(fraction)} is unusable ({e})"
+    try:
+        steps = [r.get("step") for r in atomic_io.read_jsonl(out.log)] if out.log.is_file() else []
+    except (OSError, ValueError) as e:
+        return f"its log is unreadable ({e})"
+    if plan.total_steps not in steps:
+        return "its log does not reach the last step"
     return None
 
 
