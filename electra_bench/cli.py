@@ -88,6 +88,13 @@ class _Group(click.Group):
             _fail(str(e), e.exit_code)
         except OSError as e:
             _fail(_os_error(e))
+        except (MemoryError, RuntimeError) as e:
+            # torch.OutOfMemoryError (CUDA) and the CPU allocator's RuntimeError; any other RuntimeError is a bug
+            if not (isinstance(e, MemoryError) or type(e).__name__ == "OutOfMemoryError"
+                    or "can't allocate memory" in str(e)):
+                raise
+            _fail(f"out of memory ({str(e).splitlines()[0][:160]}); lower --batch-size or --seq-len, or use "
+                  f"fewer --jobs", 1)
         except KeyboardInterrupt:
             err.print("interrupted: run the same command again to resume where it stopped")
             sys.exit(130)
@@ -232,6 +239,7 @@ def pretrain(preset, budget, convention, corpus, vocab_file, seed, device, preci
         info = {"preset": p.to_dict(), "plan": runner.plan(p, objective, b, convention).to_dict()}
         _emit_json(info) if (as_json or show_config) else out.print(info["plan"])
         return
+    runner.check_memory(p, (objective,), device, precision)
     data, p = runner.prepare_data(p, corpus, vocab_file, seed, quiet)
     b = runner.resolve_budget(p, budget, convention)
     _note(runner.budget_note(p, b, convention))

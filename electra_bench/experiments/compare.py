@@ -232,6 +232,7 @@ def run_compare(spec: CompareSpec, root: str | Path, run_id: str | None, quiet: 
     t0 = time.perf_counter()
     # everything that can fail on the user's input (data, budget, tasks) before the run directory exists
     tasks = load_tasks(spec.source, list(spec.tasks) if spec.tasks else None)
+    runner.check_memory(spec.resolved_preset(), OBJECTIVES, spec.device, "auto")
     data, p, budget, plans = _prepare(spec, quiet)
     note = runner.budget_note(p, budget, spec.convention)
     if note and not quiet:

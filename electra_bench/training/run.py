@@ -16,7 +16,9 @@ from ..data.pretraining import PretrainingData, prepare_pretraining
 from ..flops import step_flops
 from ..locking import DirectoryLock
 from ..presets import Preset
+from . import memory
 from .budget import Plan, make_plan, parse_budget
+from .distributed import resolve_device
 from .trainer import TrainOptions, pretrain
 
 
@@ -53,6 +55,15 @@ def with_vocab(preset: Preset, vocab_size: int) -> Preset:
     if preset.encoder.vocab_size == vocab_size:
         return preset
     return dataclasses.replace(preset, encoder=dataclasses.replace(preset.encoder, vocab_size=vocab_size))
+
+
+def check_memory(preset: Preset, objectives: tuple[str, ...], device: str, precision: str) -> None:
+    """Refuse shapes that cannot fit before the data is prepared for them (packing for an absurd
+    --seq-len alone takes minutes); the trainer checks again with the data's vocabulary."""
+    dev = resolve_device(device)
+    bf16 = precision == "bf16" or (precision == "auto" and dev.type == "cuda")
+    for objective in objectives:
+        memory.check_fits(preset.for_objective(objective), objective, dev, bf16, int(os.environ.get("WORLD_SIZE", "1")))
 
 
 def prepare_data(preset: Preset, corpus: str | None, vocab_file: str | None, seed: int, quiet: bool,

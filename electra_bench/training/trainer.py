@@ -30,7 +30,7 @@ from ..errors import BenchError
 from ..layout import TOKENIZER_FROM_CHECKPOINT, PretrainLayout, fraction_dir
 from ..presets import Preset
 from ..special_tokens import SpecialIds
-from . import checkpoint, diagnostics, distributed, optim
+from . import checkpoint, diagnostics, distributed, memory, optim
 from .budget import Plan
 from .progress import TrainingProgress
 from .step import train_step
@@ -121,6 +121,8 @@ def pretrain(
     out = PretrainLayout(out_dir)
     d = distributed.setup(opts.device)
     local_batch = _local_batch(preset, train, d)
+    bf16 = opts.precision == "bf16" or (opts.precision == "auto" and d.device.type == "cuda")
+    memory.check_fits(preset, plan.objective, d.device, bf16, d.world)  # before anything is allocated
     identity = {"preset": preset.to_dict(), "plan": plan.to_dict(), "seed": opts.seed, "world_size": d.world,
                 **(run_info or {})}
     done = _check_run_dir(out, identity, opts.resume)
@@ -145,7 +147,6 @@ def pretrain(
     start_step = _resume(out, model, optimizer, opts.resume, d, diag)
     wrapped = distributed.wrap(model, d)
     forward = torch.compile(wrapped) if opts.compile else wrapped
-    bf16 = opts.precision == "bf16" or (opts.precision == "auto" and d.device.type == "cuda")
     peak = opts.peak_flops or measure_peak_flops(d.device, torch.bfloat16 if bf16 else torch.float32)
     order = _Order(len(train), opts.seed)
     clip_params = [p for g in optimizer.param_groups for p in g["params"]]
