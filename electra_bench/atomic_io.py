@@ -15,6 +15,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+from .errors import BenchError
+
 
 def _umask() -> int:
     mask = os.umask(0)
@@ -97,17 +99,23 @@ def repair_torn_tail(path: str | Path) -> int:
 
 
 def read_jsonl(path: str | Path) -> list[dict]:
-    """Read a JSONL file, skipping a torn last line left by a crash."""
+    """Read a JSONL file. A torn last line (no newline: a write cut by a crash) is skipped; any other
+    malformed line is a BenchError naming file:line."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise BenchError(f"{path}: not UTF-8 text") from None
+    lines = text.split("\n")
     rows = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if not line:
+    for i, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            if i == len(lines):  # the last line has no newline: torn
                 continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
+            raise BenchError(f"{path}:{i}: malformed JSON line") from None
     return rows
 
 

@@ -66,6 +66,7 @@ class _Group(click.Group):
     directory is expected (2), Ctrl-C (130). A traceback means a bug in electra-bench."""
 
     def main(self, *args, **kwargs):
+        kwargs.pop("standalone_mode", None)
         try:
             rv = super().main(*args, standalone_mode=False, **kwargs)
         except click.exceptions.NoArgsIsHelpError as e:  # bare `electra-bench`: the help, as usual

@@ -12,6 +12,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "electra_bench"
 STAGES = {
     "electra_bench": 0, "electra_bench.errors": 0, "electra_bench.atomic_io": 0,
     "electra_bench.special_tokens": 0, "electra_bench.choices": 0, "electra_bench.layout": 0,
+    "electra_bench.locking": 0,
     "electra_bench.model": 1, "electra_bench.objectives": 1, "electra_bench.presets": 1,
     "electra_bench.learning_signal": 1, "electra_bench.flops": 1,
     "electra_bench.data": 2,

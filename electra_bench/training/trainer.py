@@ -402,5 +402,6 @@ def _truncate_log(path: Path, step: int) -> None:
     """Drop log rows written after the state we resume from (they will be written again, identically)."""
     if not path.is_file():
         return
+    atomic_io.repair_torn_tail(path)
     rows = [r for r in atomic_io.read_jsonl(path) if r.get("step", 0) <= step]
     atomic_io.write_text(path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
