@@ -1,28 +1,51 @@
-# electra-bench: `make install`, `make test`, `make bench`.
-PYTHON ?= python3
-PIP ?= $(PYTHON) -m pip
-# Without an NVIDIA GPU, pin the CPU wheel of torch (a bare `torch` resolves to a multi-GB CUDA build).
+# electra-bench: `make install`, then `make compare`, `make test`, `make test-fast`, `make bench`.
+#
+# Everything runs in a project virtual environment, $(VENV). `make install` creates it once, with the first
+# python >= 3.10 among python3, python3.13 ... python3.10 (or PYTHON=...), and installs the package into it;
+# re-running it does nothing until setup.cfg or pyproject.toml change (start over: rm -r .venv).
+# Use the tool directly with `. .venv/bin/activate`.
+#   make install PYTHON=python3.12 VENV=/tmp/eb-venv    # choose the interpreter and where the venv lives
+#   make compare ARGS="--quick"                         # options for `electra-bench compare`
+VENV ?= .venv
+PYTHON ?= $(firstword $(foreach p,python3 python3.13 python3.12 python3.11 python3.10,\
+            $(shell $(p) -c 'import sys; sys.exit(sys.version_info < (3, 10))' >/dev/null 2>&1 && echo $(p))))
+# Without an NVIDIA GPU torch is pinned to this version and taken from PyTorch's CPU wheel index (a bare
+# `torch` from PyPI is, on Linux, a multi-GB CUDA build); see scripts/install_torch.py.
 TORCH_CPU ?= torch==2.13.0
-HAS_GPU := $(shell command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && echo yes)
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+ARGS ?=
+
+VPY := $(VENV)/bin/python
+STAMP := $(VENV)/.electra-bench-installed
 
 .PHONY: install test test-fast bench compare
+# A failed venv creation (e.g. Debian without python3-venv) must not leave a bin/python that looks done.
+.DELETE_ON_ERROR:
 
-install:
-ifneq ($(HAS_GPU),yes)
-	$(PIP) install -q "$(TORCH_CPU)"
-endif
-	$(PIP) install -q -e ".[test]"
+install: $(STAMP)
 
-test:
-	$(PYTHON) -m pytest -q
+# pip < 21.3 (bundled with python 3.10.0-3.10.3) cannot install a setup.py-less project in editable mode.
+$(VPY):
+	@test -n "$(PYTHON)" || { echo "error: no python >= 3.10 found (tried python3, python3.13 ... python3.10); make install PYTHON=/path/to/python3.x" >&2; exit 1; }
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' || { echo "error: $(PYTHON) is not a python >= 3.10, which electra-bench needs: make install PYTHON=/path/to/python3.x" >&2; exit 1; }
+	$(PYTHON) -m venv "$(VENV)"
+	@"$(VPY)" -c 'import pip, sys; sys.exit(tuple(map(int, pip.__version__.split(".")[:2])) < (21, 3))' || "$(VPY)" -m pip install -q --upgrade pip
 
-test-fast:
-	$(PYTHON) -m pytest -q -m "not slow"
+$(STAMP): setup.cfg pyproject.toml | $(VPY)
+	"$(VPY)" scripts/install_torch.py "$(TORCH_CPU)" "$(TORCH_INDEX)"
+	"$(VPY)" -m pip install -q -e ".[test]"
+	@touch "$@"
 
-bench:
-	$(PYTHON) benchmarks/bench_train.py
-	$(PYTHON) benchmarks/bench_data.py
-	$(PYTHON) benchmarks/bench_compare.py
+test: $(STAMP)
+	"$(VPY)" -m pytest -q
 
-compare:
-	electra-bench compare
+test-fast: $(STAMP)
+	"$(VPY)" -m pytest -q -m "not slow"
+
+bench: $(STAMP)
+	"$(VPY)" benchmarks/bench_train.py
+	"$(VPY)" benchmarks/bench_data.py
+	"$(VPY)" benchmarks/bench_compare.py
+
+compare: $(STAMP)
+	"$(VENV)/bin/electra-bench" compare $(ARGS)
