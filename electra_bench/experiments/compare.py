@@ -22,6 +22,8 @@ import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import TimeoutError as FuturesTimeout
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +31,7 @@ from pathlib import Path
 import torch
 from threadpoolctl import threadpool_limits
 
-from .. import presets
+from .. import atomic_io, presets
 from ..choices import OBJECTIVES, SCORED_OBJECTIVES
 from ..data.suite import load_suite
 from ..data.task_sources import load_tasks
@@ -43,6 +45,7 @@ from ..training import checkpoint
 from ..training import run as runner
 from ..training.distributed import resolve_device
 from ..training.budget import parse_budget
+from ..training.progress import PhaseProgress, training_detail
 from ..training.trainer import TrainOptions
 
 # The embedded CPU default (chosen by learning diagnostics and dev scores, see docs/tuning.md) and
@@ -213,9 +216,10 @@ def _score_points(spec: CompareSpec, objective: str, pretrain_seed: int, points:
     return rows
 
 
-def _run_jobs(jobs: int, calls: list[tuple], on_done) -> None:
-    """Run (fn, *args) calls inline (jobs == 1) or in a spawn pool; `on_done(result)` as each finishes,
-    in the parent, so results are stored as they come."""
+def _run_jobs(jobs: int, calls: list[tuple], on_done, poll=None) -> None:
+    """Run (fn, *args) calls inline (jobs == 1) or in a spawn pool; `on_done(result)` in the parent, in
+    submission order, as each finishes (so results are stored as they come); `poll()` about every
+    second while waiting (progress)."""
     if jobs <= 1 or len(calls) <= 1:
         for fn, *args in calls:
             on_done(fn(*args))
@@ -223,7 +227,42 @@ def _run_jobs(jobs: int, calls: list[tuple], on_done) -> None:
     with ProcessPoolExecutor(max_workers=min(jobs, len(calls)), mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = [pool.submit(fn, *args) for fn, *args in calls]
         for f in futures:
-            on_done(f.result())
+            while True:
+                try:
+                    result = f.result(timeout=1.0)
+                    break
+                except FuturesTimeout:
+                    if poll is not None:
+                        poll()
+                except BrokenProcessPool:
+                    raise BenchError("a worker process died (killed, or out of memory: try fewer --jobs); run the "
+                                     "same command again to resume where it stopped") from None
+            on_done(result)
+
+
+class _PretrainMonitor:
+    """Progress of pre-training runs in worker processes, read from their logs (the workers are quiet)."""
+
+    def __init__(self, runs: dict[str, tuple[Path, int, float]], quiet: bool):
+        self.runs = runs  # name -> (log path, total steps, budget)
+        self.phase = PhaseProgress(quiet)
+        for name, (log, total, _) in runs.items():
+            self.phase.add(name, total, self._last(log).get("step", 0))
+
+    @staticmethod
+    def _last(log: Path) -> dict:
+        try:
+            rows = atomic_io.read_jsonl(log) if log.is_file() else []
+        except (OSError, BenchError):  # mid-rewrite by a resuming worker: next poll
+            return {}
+        return next((r for r in reversed(rows) if "loss" in r), rows[-1] if rows else {})
+
+    def poll(self) -> None:
+        for name, (log, _, budget) in self.runs.items():
+            row = self._last(log)
+            if row:
+                self.phase.update(name, row.get("step", 0), training_detail(
+                    row.get("flops", 0.0), budget, row.get("tokens_per_s", 0.0), row.get("mfu"), row))
 
 
 def run_compare(spec: CompareSpec, root: str | Path, run_id: str | None, quiet: bool = False):
@@ -255,7 +294,12 @@ def run_compare(spec: CompareSpec, root: str | Path, run_id: str | None, quiet: 
         t = time.perf_counter()
         calls = [(_pretrain_job, spec, o, s, str(run.layout.pretrain(o, s).root), quiet or spec.jobs > 1)
                  for s in pretrain_seeds for o in plans]
-        _run_jobs(spec.jobs, calls, lambda r: timings.__setitem__(f"pretrain_{r[0]}_seed{r[1]}_s", r[2]))
+        monitor = _PretrainMonitor({f"{o} s{s}": (run.layout.pretrain(o, s).log, plans[o].total_steps, budget)
+                                    for s in pretrain_seeds for o in plans}, quiet or spec.jobs <= 1)
+        with monitor.phase:
+            _run_jobs(spec.jobs, calls, lambda r: timings.__setitem__(f"pretrain_{r[0]}_seed{r[1]}_s", r[2]),
+                      monitor.poll)
+            monitor.poll()
         timings["pretrain_s"] = time.perf_counter() - t
 
         t = time.perf_counter()
@@ -276,10 +320,20 @@ def run_compare(spec: CompareSpec, root: str | Path, run_id: str | None, quiet: 
                 if points:
                     calls.append((_score_job, spec, objective, s, points, todo))
 
+        scoring = PhaseProgress(quiet)  # in units of (encoder, task, eval seed)
+        scoring.add("scoring", sum(len(todo[pt[0]]) for *_, points, todo in calls for pt in points) * len(seeds))
+        done = {"units": 0, "encoders": 0}
+        n_encoders = sum(len(c[4]) for c in calls)
+
         def store(rows):
             run.append_scores(rows)
+            done["units"] += len({(r["objective"], r["pretrain_seed"], r["fraction"], r["task"], r["seed"]) for r in rows})
+            done["encoders"] += len({(r["objective"], r["pretrain_seed"], r["fraction"]) for r in rows})
+            scoring.update("scoring", done["units"], f"{done['encoders']}/{n_encoders} encoders x "
+                                                     f"{len(names)} tasks x {len(seeds)} seeds ({spec.protocol})")
 
-        _run_jobs(spec.jobs, calls, store)
+        with scoring:
+            _run_jobs(spec.jobs, calls, store)
         timings["evaluate_s"] = time.perf_counter() - t
 
         specs = {t.spec.name: t.spec for t in tasks}

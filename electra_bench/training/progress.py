@@ -1,55 +1,106 @@
-"""What a person watches during pre-training: a rich progress line, or nothing with --quiet."""
+"""What a person watches while a phase runs: a progress bar with ETA on a terminal, or a plain line
+every `every_s` seconds when output goes to a file or a CI log. Layouts fit 80 columns. --quiet: nothing.
+"""
 
 from __future__ import annotations
 
+import sys
+import time
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
 
-def _fmt_flops(x: float) -> str:
-    return f"{x:.2e}"
+def fmt_flops(x: float) -> str:
+    """`5.0e12`: two significant digits, no '+' (columns are scarce at 80)."""
+    return f"{x:.1e}".replace("e+", "e")
 
 
-class TrainingProgress:
-    def __init__(self, objective: str, budget_flops: float, total_steps: int, quiet: bool, console: Console | None = None):
+def fmt_duration(seconds: float) -> str:
+    s = int(max(0, seconds))
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+class PhaseProgress:
+    """Several tasks (e.g. one per pre-training run) advancing towards their totals."""
+
+    def __init__(self, quiet: bool, console: Console | None = None, every_s: float = 30.0):
+        self.console = console or Console(stderr=True)
         self.quiet = quiet
-        self.budget = budget_flops
-        self.total_steps = total_steps
+        self.live = not quiet and self.console.is_terminal
+        self.every_s = every_s
+        self._tasks: dict[str, dict] = {}
+        self._last_line = 0.0
         self._progress = None
-        if not quiet:
+        if self.live:
             self._progress = Progress(
-                TextColumn(f"[bold]{objective}[/]"),
-                BarColumn(),
-                TextColumn("{task.percentage:>5.1f}%"),
-                TextColumn("{task.fields[flops]}"),
-                TextColumn("step {task.completed}/{task.total}"),
-                TextColumn("{task.fields[speed]}"),
-                TextColumn("{task.fields[losses]}"),
-                TimeRemainingColumn(),
-                console=console or Console(stderr=True),
-                transient=False,
+                TextColumn("{task.description:<8.8}"), BarColumn(bar_width=12),
+                TextColumn("{task.percentage:>3.0f}%"), TextColumn("{task.fields[detail]}"),
+                TimeRemainingColumn(compact=True), console=self.console, transient=False,
             )
-            self._task = self._progress.add_task(objective, total=total_steps, flops="", speed="", losses="")
 
-    def __enter__(self):
-        if self._progress:
+    def add(self, name: str, total: float, completed: float = 0.0) -> None:
+        self._tasks[name] = {"total": max(total, 1e-12), "completed": completed, "detail": "",
+                             "start": time.perf_counter(), "start_done": completed}
+        if self._progress is not None:
+            self._tasks[name]["id"] = self._progress.add_task(name, total=total, completed=completed, detail="")
+
+    def update(self, name: str, completed: float, detail: str = "") -> None:
+        t = self._tasks[name]
+        t["completed"], t["detail"] = completed, detail
+        if self._progress is not None:
+            self._progress.update(t["id"], completed=completed, detail=detail)
+        elif not self.quiet and time.perf_counter() - self._last_line >= self.every_s:
+            self.print_lines()
+
+    def print_lines(self) -> None:
+        """The plain form: one line per task with percentage, detail and ETA."""
+        self._last_line = time.perf_counter()
+        for name, t in self._tasks.items():
+            done = t["completed"] - t["start_done"]
+            elapsed = time.perf_counter() - t["start"]
+            left = t["total"] - t["completed"]
+            eta = f", ETA {fmt_duration(elapsed * left / done)}" if done > 0 and left > 0 else ""
+            pct = 100 * t["completed"] / t["total"]
+            print(f"{name}: {pct:3.0f}%{', ' + t['detail'] if t['detail'] else ''}{eta}", file=sys.stderr,
+                  flush=True)
+
+    def __enter__(self) -> "PhaseProgress":
+        if self._progress is not None:
             self._progress.start()
         return self
 
-    def __exit__(self, *exc):
-        if self._progress:
+    def __exit__(self, *exc) -> None:
+        if self._progress is not None:
             self._progress.stop()
+        elif not self.quiet and self._tasks and exc[0] is None:
+            self.print_lines()  # the final state, once
+
+
+def training_detail(flops: float, budget: float, tokens_per_s: float, mfu: float | None,
+                    metrics: dict[str, float]) -> str:
+    """`5.0e12/1.2e13 FLOPs 2.6k tok/s MFU 9% loss 6.21`: what a pre-training line shows."""
+    speed = f" {tokens_per_s / 1e3:.1f}k tok/s" if tokens_per_s else ""
+    if mfu is not None and tokens_per_s:
+        speed += f" MFU {100 * mfu:.0f}%"
+    loss = f" loss {metrics['loss']:.2f}" if "loss" in metrics else ""
+    return f"{fmt_flops(flops)}/{fmt_flops(budget)} FLOPs{speed}{loss}"
+
+
+class TrainingProgress:
+    """One pre-training run's line: FLOPs of the budget, tokens/s, MFU, loss, ETA."""
+
+    def __init__(self, objective: str, budget_flops: float, total_steps: int, quiet: bool, console: Console | None = None):
+        self.objective, self.budget = objective, budget_flops
+        self.phase = PhaseProgress(quiet, console)
+        self.phase.add(objective, total_steps)
+
+    def __enter__(self):
+        self.phase.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self.phase.__exit__(*exc)
 
     def update(self, step: int, flops: float, tokens_per_s: float, mfu: float | None, metrics: dict[str, float]):
-        if not self._progress:
-            return
-        losses = " ".join(f"{k}={v:.3f}" for k, v in metrics.items() if k.endswith("loss") or k.endswith("acc"))
-        speed = f"{tokens_per_s/1e3:.1f}k tok/s" + (f" MFU {100*mfu:.0f}%" if mfu is not None else "")
-        self._progress.update(
-            self._task,
-            completed=step,
-            flops=f"{_fmt_flops(flops)}/{_fmt_flops(self.budget)} FLOPs",
-            speed=speed,
-            losses=losses,
-        )
+        self.phase.update(self.objective, step, training_detail(flops, self.budget, tokens_per_s, mfu, metrics))
