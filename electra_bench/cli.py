@@ -26,6 +26,10 @@ out = Console(width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 
+CONVENTION_HELP = "FLOP counting: measured (fvcore on our modules) or paper (the ELECTRA paper's formula)."
+DEVICE_HELP = "auto (CUDA when available), cpu, cuda or cuda:N."
+PROTOCOL_HELP = "finetune (the paper's recipe), probe (linear probe on frozen features) or fewshot."
+
 # Numeric options are checked where they are parsed: a bad value is a usage error naming the option.
 POSITIVE_INT = click.IntRange(min=1)
 POSITIVE_FLOAT = click.FloatRange(min=0, min_open=True)
@@ -138,7 +142,8 @@ def main():
 
 
 @main.command()
-@click.option("--convention", type=click.Choice(FLOP_CONVENTIONS), default="paper", show_default=True)
+@click.option("--convention", type=click.Choice(FLOP_CONVENTIONS), default="paper", show_default=True,
+              help=CONVENTION_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def presets(convention, as_json):
     """List the presets with parameter counts and FLOPs per step per objective."""
@@ -151,11 +156,13 @@ def presets(convention, as_json):
 
 
 @main.command()
-@click.option("--preset", default="small", show_default=True)
-@click.option("--objective", type=click.Choice(OBJECTIVES), default="rtd", show_default=True)
-@click.option("--convention", type=click.Choice(FLOP_CONVENTIONS), default="measured", show_default=True)
+@click.option("--preset", default="small", show_default=True, help="Preset name (`electra-bench presets`).")
+@click.option("--objective", type=click.Choice(OBJECTIVES), default="rtd", show_default=True,
+              help="mlm: BERT's masked LM; rtd: ELECTRA's replaced-token detection.")
+@click.option("--convention", type=click.Choice(FLOP_CONVENTIONS), default="measured", show_default=True,
+              help=CONVENTION_HELP)
 @override_options
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (stable snake_case keys).")
 def flops(preset, objective, convention, overrides, as_json):
     """FLOPs of one training step and of the preset's full schedule (or --steps)."""
     from .flops import inference_flops, step_flops
@@ -181,10 +188,11 @@ def flops(preset, objective, convention, overrides, as_json):
 
 
 @main.command()
-@click.option("--seq-len", type=POSITIVE_INT, default=512, show_default=True)
-@click.option("--mask-prob", type=FRACTION, default=0.15, show_default=True)
-@click.option("--vocab-size", type=click.IntRange(min=2), default=30522, show_default=True)
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--seq-len", type=POSITIVE_INT, default=512, show_default=True, help="Tokens per sequence.")
+@click.option("--mask-prob", type=FRACTION, default=0.15, show_default=True, help="Fraction of positions masked.")
+@click.option("--vocab-size", type=click.IntRange(min=2), default=30522, show_default=True,
+              help="Vocabulary size (bits per MLM target).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (stable snake_case keys).")
 def signal(seq_len, mask_prob, vocab_size, as_json):
     """Learning signal per sequence: positions with gradient and bits of target, MLM vs RTD."""
     from .learning_signal import learning_signal
@@ -196,14 +204,17 @@ def signal(seq_len, mask_prob, vocab_size, as_json):
 
 def train_options(fn):
     opts = [
-        click.option("--preset", default="tiny", show_default=True),
+        click.option("--preset", default="tiny", show_default=True, help="Preset name (`electra-bench presets`)."),
         click.option("--budget", default=None, help="FLOPs (1e15) or a share of the paper's budget (25%)."),
-        click.option("--convention", type=click.Choice(FLOP_CONVENTIONS), default="measured", show_default=True),
+        click.option("--convention", type=click.Choice(FLOP_CONVENTIONS), default="measured", show_default=True,
+                     help=CONVENTION_HELP),
         click.option("--corpus", default=None, help="Text file, directory, glob or hf:NAME (default: embedded suite)."),
         click.option("--vocab-file", default=None, help="A WordPiece vocab.txt (default: train one on the corpus)."),
-        click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True),
-        click.option("--device", default="auto", show_default=True),
-        click.option("--precision", type=click.Choice(PRECISIONS), default="auto", show_default=True),
+        click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+                     help="Seed of the initial weights, data order, masks and samples."),
+        click.option("--device", default="auto", show_default=True, help=DEVICE_HELP),
+        click.option("--precision", type=click.Choice(PRECISIONS), default="auto", show_default=True,
+                     help="auto: bf16 autocast on CUDA, fp32 on CPU."),
         click.option("--compile", "compile_", is_flag=True, help="torch.compile the training step."),
         click.option("--quiet", is_flag=True, help="No progress display (for CI)."),
     ]
@@ -214,16 +225,18 @@ def train_options(fn):
 
 @main.command()
 @train_options
-@click.option("--objective", type=click.Choice(OBJECTIVES), required=True)
+@click.option("--objective", type=click.Choice(OBJECTIVES), required=True,
+              help="mlm: BERT's masked LM; rtd: ELECTRA's replaced-token detection.")
 @click.option("--out", "out_dir", default=None, help="Run directory (default results/pretrain-<preset>-<objective>-<budget>).")
-@click.option("--resume/--no-resume", default=True, show_default=True)
-@click.option("--log-every", type=POSITIVE_INT, default=10, show_default=True)
+@click.option("--resume/--no-resume", default=True, show_default=True,
+              help="Continue a run found in --out (--no-resume: refuse to touch it).")
+@click.option("--log-every", type=POSITIVE_INT, default=10, show_default=True, help="Steps between log rows.")
 @click.option("--save-every", type=click.IntRange(min=0), default=0, help="Also save resumable state every N steps.")
 @click.option("--peak-flops", type=POSITIVE_FLOAT, default=None, help="Declared peak FLOP/s for MFU (default: measured).")
 @click.option("--dry-run", is_flag=True, help="Plan only: print steps, FLOPs and checkpoints.")
 @click.option("--show-config", is_flag=True, help="Print the resolved config and plan, then exit.")
 @override_options
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (stable snake_case keys).")
 def pretrain(preset, budget, convention, corpus, vocab_file, seed, device, precision, compile_, quiet, objective,
              out_dir, resume, log_every, save_every, peak_flops, dry_run, show_config, overrides, as_json):
     """Pre-train one objective to a fixed FLOP budget."""
@@ -257,13 +270,14 @@ def pretrain(preset, budget, convention, corpus, vocab_file, seed, device, preci
 
 
 @main.command()
-@click.argument("checkpoint")
+@click.argument("checkpoint")  # a checkpoints/frac-F directory of a pre-training run
 @click.option("--tasks", default=None, help="Comma-separated task names (default: all of the source).")
 @click.option("--data", "source", default=None, help="GLUE directory, parquet layout, hf:glue (default: embedded suite).")
-@click.option("--seeds", type=POSITIVE_INT, default=3, show_default=True)
-@click.option("--protocol", type=click.Choice(PROTOCOLS), default="finetune", show_default=True)
-@click.option("--device", default="auto", show_default=True)
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--seeds", type=POSITIVE_INT, default=3, show_default=True, help="Evaluation seeds per task.")
+@click.option("--protocol", type=click.Choice(PROTOCOLS), default="finetune", show_default=True,
+              help=PROTOCOL_HELP)
+@click.option("--device", default="auto", show_default=True, help=DEVICE_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (stable snake_case keys).")
 def finetune(checkpoint, tasks, source, seeds, protocol, device, as_json):
     """Fine-tune (or probe) one checkpoint on every task with several seeds; median and spread."""
     from .evaluation.scoring import score_checkpoint
@@ -276,23 +290,26 @@ def finetune(checkpoint, tasks, source, seeds, protocol, device, as_json):
 @main.command()
 @click.option("--preset", default=None, help="Default: tiny (the embedded CPU default).")
 @click.option("--budget", default=None, help="Per-objective budget (default: the preset's tuned default).")
-@click.option("--quick", is_flag=True, help="The same path in about 3 minutes (for CI).")
-@click.option("--long", "long_mode", is_flag=True, help="The long CPU mode: 5x the default budget (about an hour).")
-@click.option("--convention", type=click.Choice(FLOP_CONVENTIONS), default="measured", show_default=True)
-@click.option("--corpus", default=None)
+@click.option("--quick", is_flag=True, help="The same path at a sixth of the default budget, with smaller probes (for CI; wall times: README).")
+@click.option("--long", "long_mode", is_flag=True, help="The long CPU mode: 5x the default budget (about an hour on 2 idle cores; README).")
+@click.option("--convention", type=click.Choice(FLOP_CONVENTIONS), default="measured", show_default=True,
+              help=CONVENTION_HELP)
+@click.option("--corpus", default=None,
+              help="Pre-training text: a file, directory, glob or hf:NAME (default: the embedded suite's corpus).")
 @click.option("--data", "source", default=None, help="Downstream tasks (default: embedded suite).")
-@click.option("--tasks", default=None)
+@click.option("--tasks", default=None, help="Comma-separated task names (default: all of --data).")
 @click.option("--seeds", type=POSITIVE_INT, default=None, help="Evaluation seeds per checkpoint and task.")
 @click.option("--pretrain-seeds", type=POSITIVE_INT, default=None,
               help="Pre-training runs per objective (default 2 on the CPU default); the score band is over these.")
-@click.option("--protocol", type=click.Choice(PROTOCOLS), default=None)
-@click.option("--results", "root", default="results", show_default=True)
+@click.option("--protocol", type=click.Choice(PROTOCOLS), default=None,
+              help=PROTOCOL_HELP + " Default: probe on the CPU default, finetune with --preset.")
+@click.option("--results", "root", default="results", show_default=True, help="Where run directories go.")
 @click.option("--run-id", default=None, help="Default: derived from the config, so a rerun resumes.")
-@click.option("--device", default="auto", show_default=True)
+@click.option("--device", default="auto", show_default=True, help=DEVICE_HELP)
 @click.option("--jobs", type=POSITIVE_INT, default=None, help="Worker processes (default: one per core, at most one per run).")
 @click.option("--threads", type=POSITIVE_INT, default=None, help="Threads per worker (default: cores / jobs).")
-@click.option("--quiet", is_flag=True)
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--quiet", is_flag=True, help="No progress output.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (stable snake_case keys).")
 @override_options
 def compare(preset, budget, quick, long_mode, convention, corpus, source, tasks, seeds, pretrain_seeds, protocol, root, run_id,
             device, jobs, threads, quiet, as_json, overrides):
@@ -309,7 +326,8 @@ def compare(preset, budget, quick, long_mode, convention, corpus, source, tasks,
 
 @main.command()
 @click.argument("runs", nargs=-1, required=True)
-@click.option("--format", "fmt", type=click.Choice(["table", "md", "csv", "latex"]), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "md", "csv", "latex"]), default="table", show_default=True,
+              help="Terminal table, Markdown, CSV or LaTeX.")
 def report(runs, fmt):
     """Paper-style table and headline for one or more runs."""
     from .reporting.report import render
@@ -324,7 +342,7 @@ def report(runs, fmt):
 @click.option("--tol", type=click.FloatRange(min=0), default=None,
               help="Allowed drop in score points for scores and margins (default: the baseline's); the "
                    "learning diagnostics keep their own tolerances.")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (stable snake_case keys).")
 def check(run, baseline, tol, as_json):
     """CI regression check: exit 0 within tolerance, 1 on a regression, 2 on bad input."""
     from .reporting.regression import check as do_check
@@ -352,7 +370,7 @@ def baseline(run, out_path, tol):
 
 @main.command()
 @click.argument("runs", nargs=-1, required=True)
-@click.option("--out", "out_dir", default="results/history", show_default=True)
+@click.option("--out", "out_dir", default="results/history", show_default=True, help="Directory for the plots.")
 def history(runs, out_dir):
     """Plot final scores across stored runs (the regression plot)."""
     from .reporting.regression import history as do_history
@@ -369,7 +387,7 @@ def data():
 
 @data.command("inspect")
 @click.argument("path", required=False, default=None)
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (stable snake_case keys).")
 def data_inspect(path, as_json):
     """What a corpus, a GLUE/task directory or the embedded suite (no PATH) holds."""
     from .data.describe import inspect_path, render_inspect

@@ -11,7 +11,8 @@ A pre-training run (`electra-bench pretrain --out DIR`, or one seed of a compare
 
 A compare run (`results/<run-id>/`, reporting/results.py):
 
-    config.json  provenance.json  scores.jsonl  summary.json  plots/  .lock
+    config.json  provenance.json  history.jsonl  scores.jsonl  summary.json  report.md  report.txt
+    plots/  .lock
     pretrain/<objective>/seed-<k>/   a pre-training run as above
 """
 
@@ -53,7 +54,10 @@ class RunLayout:
         self.root = Path(root)
 
     config = property(lambda self: self.root / "config.json")
-    provenance = property(lambda self: self.root / "provenance.json")
+    provenance = property(lambda self: self.root / "provenance.json")  # of the invocation that created the run
+    history = property(lambda self: self.root / "history.jsonl")  # one row per invocation
+    report_md = property(lambda self: self.root / "report.md")
+    report_txt = property(lambda self: self.root / "report.txt")
     scores = property(lambda self: self.root / "scores.jsonl")
     summary = property(lambda self: self.root / "summary.json")
     plots = property(lambda self: self.root / "plots")

@@ -76,3 +76,27 @@ def test_dry_run_plans_both_objectives_on_the_same_budget():
     for p in plans:
         assert p["planned_flops"] <= p["budget"] < p["planned_flops"] + p["flops_per_step"]
     assert plans[1]["total_steps"] == pytest.approx(250_000, rel=0.01)  # 25% of ELECTRA-Small's 1M steps
+
+
+def test_every_option_says_what_it_does():
+    import click
+
+    from electra_bench.cli import main
+
+    missing = []
+
+    def walk(cmd, path):
+        missing.extend(f"{path} {p.opts[0]}" for p in cmd.params if isinstance(p, click.Option) and not p.help)
+        for name, sub in getattr(cmd, "commands", {}).items():
+            walk(sub, f"{path} {name}")
+
+    walk(main, "electra-bench")
+    assert not missing, missing
+
+
+def test_help_does_not_import_torch():
+    proc = subprocess.run([sys.executable, "-c", "import sys; from electra_bench.__main__ import run; "
+                           "sys.argv = ['electra-bench', 'compare', '--help']\ntry:\n    run()\n"
+                           "except SystemExit:\n    pass\nassert 'torch' not in sys.modules, 'torch imported'"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr

@@ -69,9 +69,19 @@ def test_a_rerun_skips_and_a_missing_score_is_recomputed_identically(micro_run):
     before = layout.scores.read_text()
     done = layout.pretrain("mlm", 0).done
     done_mtime = done.stat().st_mtime_ns
+    provenance = layout.provenance.read_text()
+    first = json.loads(layout.summary.read_text())
     run_compare(spec, run.parent, None, quiet=True)
     assert layout.scores.read_text() == before  # nothing rescored
     assert done.stat().st_mtime_ns == done_mtime  # nothing retrained
+    # the rerun keeps the run's history: provenance of the first invocation, work summed over both
+    assert layout.provenance.read_text() == provenance
+    history = [json.loads(line) for line in layout.history.read_text().splitlines()]
+    assert len(history) == 2 and history[0]["new_scores"] > 0 == history[1]["new_scores"]
+    second = json.loads(layout.summary.read_text())
+    assert second["invocations"] == 2 and second["timings"]["pretrain_s"] >= first["timings"]["pretrain_s"] > 0
+    assert layout.report_md.read_text().startswith("|") or "|" in layout.report_md.read_text()
+    assert "MLM" in layout.report_txt.read_text()
 
     rows = _score_rows(run)
     dropped = [r for r in rows if r["objective"] == "rtd" and r["fraction"] == 0.5]

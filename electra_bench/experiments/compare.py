@@ -288,8 +288,11 @@ def run_compare(spec: CompareSpec, root: str | Path, run_id: str | None, quiet: 
                    "threads": spec.threads}, "tasks": [t.spec.name for t in tasks],
                    "task_source": tasks[0].source if tasks else None},
         )
-        run.write_provenance(provenance_info)
+        if run.provenance() is None:  # a rerun keeps the provenance of the invocation that created the run
+            run.write_provenance(provenance_info)
         timings["prepare_s"] = time.perf_counter() - t0
+        started_utc = provenance_info["created_utc"]
+        n_scores_before = len(run.scores())
 
         t = time.perf_counter()
         calls = [(_pretrain_job, spec, o, s, str(run.layout.pretrain(o, s).root), quiet or spec.jobs > 1)
@@ -337,10 +340,27 @@ def run_compare(spec: CompareSpec, root: str | Path, run_id: str | None, quiet: 
         timings["evaluate_s"] = time.perf_counter() - t
 
         specs = {t.spec.name: t.spec for t in tasks}
+        atomic_io.append_jsonl(run.layout.history, {
+            "started_utc": started_utc, "wall_s": time.perf_counter() - t0, "timings": timings,
+            "new_scores": len(run.scores()) - n_scores_before, "command_line": provenance_info["command_line"],
+            "git": provenance_info["git"], "versions": provenance_info["versions"],
+            "parallelism": {"jobs": spec.jobs, "threads": spec.threads},
+        })
         summary = build_summary(run, specs, spec.convention)
-        summary["timings"] = timings
-        summary["wall_s"] = time.perf_counter() - t0
+        summary.update(_work_done(atomic_io.read_jsonl(run.layout.history)))
         run.write_summary(summary)
-        plots.plot_run(run, run.path / "plots")
+        plots.plot_run(run, run.layout.plots)
         rendered = report.render([run], "table")
+        atomic_io.write_text(run.layout.report_txt, report.render([run], "table", width=120) + "\n")
+        atomic_io.write_text(run.layout.report_md, report.render([run], "md") + "\n")
     return summary, rendered
+
+
+def _work_done(history: list[dict]) -> dict:
+    """The run's timings summed over every invocation (what the work cost, not what the last rerun
+    skipped), and how many invocations it took."""
+    timings: dict[str, float] = {}
+    for row in history:
+        for k, v in row.get("timings", {}).items():
+            timings[k] = timings.get(k, 0.0) + v
+    return {"timings": timings, "wall_s": sum(r.get("wall_s", 0.0) for r in history), "invocations": len(history)}
