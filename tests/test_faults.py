@@ -256,13 +256,33 @@ def test_bad_compare_input_creates_nothing(tmp_path, args):
 
 
 def test_a_second_pretrain_on_one_directory_is_refused(tmp_path, corpus):
-    out = tmp_path / "run"
-    first = subprocess.Popen([sys.executable, "-m", "electra_bench", *map(str, pretrain_args(out, corpus, budget="6e10"))],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    while not (out / ".lock").exists() and time.time() < deadline:
+    out, started, go = tmp_path / "run", tmp_path / "started", tmp_path / "go"
+    # the first writer pauses after step 2 (holding the lock) until the second one has tried
+    slow = textwrap.dedent(f"""
+        import pathlib, sys, time
+        from electra_bench.training import trainer
+        original = trainer.TrainOptions.__init__
+        def pause(step):
+            if step == 2:
+                pathlib.Path({str(started)!r}).touch()
+                deadline = time.time() + 300
+                while not pathlib.Path({str(go)!r}).exists() and time.time() < deadline:
+                    time.sleep(0.05)
+        def init(self, *a, **k):
+            original(self, *a, **k)
+            self.after_step = (pause,)
+        trainer.TrainOptions.__init__ = init
+        sys.argv = ["electra-bench"] + {[str(a) for a in pretrain_args(out, corpus)]!r}
+        from electra_bench.__main__ import run
+        run()
+    """)
+    first = subprocess.Popen([sys.executable, "-c", slow], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 300
+    while not started.exists() and time.time() < deadline and first.poll() is None:
         time.sleep(0.05)
-    second = cli_proc(*pretrain_args(out, corpus, budget="6e10"))
+    assert started.exists()
+    second = cli_proc(*pretrain_args(out, corpus))
+    go.touch()
     _, err = first.communicate(timeout=600)
     assert first.returncode == 0, err
     assert second.returncode == 2 and "being written by another process" in one_line(second.stderr)
