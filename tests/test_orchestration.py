@@ -61,6 +61,7 @@ def test_every_point_is_scored_once(micro_run):
     metrics = {r["metric"] for r in rows}
     assert len(rows) == len(points) * len(metrics)  # one task, one eval seed, one pre-training seed
     assert summary["schema_version"] == 2 and summary["timings"]["pretrain_s"] > 0
+    assert not RunLayout(run).lock.exists() and not list(run.rglob(".lock"))  # released and removed
 
 
 def test_a_rerun_skips_and_a_missing_score_is_recomputed_identically(micro_run):
