@@ -153,6 +153,7 @@ def pretrain(
     log_steps = _log_steps(plan, opts.log_every) | diag.steps(plan)
     meter = _Throughput(preset.batch_size * preset.seq_len, plan.flops_per_step, peak * d.world)
     saver = _StateSaver(out, opts, plan)
+    finite = _FiniteLoss(d.device, plan, out, start_step)
 
     with TrainingProgress(plan.objective, plan.budget, plan.total_steps, opts.quiet or not d.is_main) as bar:
         bar.update(start_step, plan.flops_at(start_step), 0.0, None, {})
@@ -166,14 +167,11 @@ def pretrain(
             torch.manual_seed(seed)  # dropout
             rng = torch.Generator(device=d.device).manual_seed(seed)
             result = train_step(forward, optimizer, batch, rng, clip_params, preset.grad_clip, d.device.type, bf16)
-            if not torch.isfinite(result.loss):
-                raise BenchError(
-                    f"non-finite {plan.objective} loss at step {step + 1} of {plan.total_steps} (lr {lr:.2g}); "
-                    f"the last good state is kept in {out.state}; try a lower --lr"
-                )
+            finite.add(result.loss)
             done_steps = step + 1
             meter.tick()
             if done_steps in log_steps:
+                finite.check(done_steps, lr)
                 metrics = distributed.mean_over_ranks(
                     {"loss": float(result.loss.detach()), **{k: float(v) for k, v in result.metrics.items()}}, d
                 )
@@ -189,7 +187,9 @@ def pretrain(
                 if d.is_main:
                     atomic_io.append_jsonl(out.log, row)
                 bar.update(done_steps, plan.flops_at(done_steps), tok_s, mfu, metrics)
-            saver.maybe_save(done_steps, model, optimizer, d)
+            if saver.due(done_steps):
+                finite.check(done_steps, lr)
+                saver.save(done_steps, model, optimizer, d)
             for hook in opts.after_step:
                 hook(done_steps)
 
@@ -274,6 +274,28 @@ class _Throughput:
         return out
 
 
+class _FiniteLoss:
+    """A non-finite loss stops the run, noticed without a device sync per step: a flag accumulates on
+    the device and is read where the loop syncs anyway (log rows) and before anything is saved, so no
+    checkpoint or state ever holds weights updated by a non-finite loss."""
+
+    def __init__(self, device: torch.device, plan: Plan, out: PretrainLayout, start_step: int):
+        self.bad = torch.zeros((), dtype=torch.bool, device=device)
+        self.plan, self.out, self.last_ok = plan, out, start_step
+
+    def add(self, loss: torch.Tensor) -> None:
+        self.bad |= ~torch.isfinite(loss.detach())
+
+    def check(self, step: int, lr: float) -> None:
+        if bool(self.bad):
+            at = f"step {step}" if step == self.last_ok + 1 else f"a step from {self.last_ok + 1} to {step}"
+            raise BenchError(
+                f"non-finite {self.plan.objective} loss at {at} of {self.plan.total_steps} (lr {lr:.2g}); the last "
+                f"good state is kept in {self.out.state}; try a lower --lr"
+            )
+        self.last_ok = step
+
+
 class _StateSaver:
     """Resumable state every `save_every_steps`, at every checkpoint, and every `save_interval_s`."""
 
@@ -281,12 +303,13 @@ class _StateSaver:
         self.out, self.opts, self.plan = out, opts, plan
         self.last = time.perf_counter()
 
-    def maybe_save(self, step: int, model, optimizer, d) -> None:
+    def due(self, step: int) -> bool:
         every = self.opts.save_every_steps
         due = (every and step % every == 0) or step in self.plan.checkpoints.values() or (
             time.perf_counter() - self.last > self.opts.save_interval_s)
-        if not due or step >= self.plan.total_steps:
-            return
+        return bool(due) and step < self.plan.total_steps
+
+    def save(self, step: int, model, optimizer, d) -> None:
         if d.is_main:
             checkpoint.save_state(self.out.state, step, model, optimizer,
                                   {"objective": self.plan.objective, "threads": torch.get_num_threads()})
