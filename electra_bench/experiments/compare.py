@@ -32,7 +32,7 @@ import torch
 from threadpoolctl import threadpool_limits
 
 from .. import atomic_io, presets
-from ..choices import OBJECTIVES, SCORED_OBJECTIVES
+from ..choices import OBJECTIVES
 from ..data.suite import load_suite
 from ..data.task_sources import load_tasks
 from ..errors import BenchError
@@ -309,7 +309,7 @@ def run_compare(spec: CompareSpec, root: str | Path, run_id: str | None, quiet: 
         names = [task.spec.name for task in tasks]
         calls = []
         for s in pretrain_seeds:
-            for objective in SCORED_OBJECTIVES:
+            for objective in ("init",) + tuple(plans):
                 if objective == "init":
                     points = [(0.0, 0, 0.0, None)]
                 else:
