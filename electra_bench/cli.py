@@ -18,7 +18,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from .choices import FLOP_CONVENTIONS, OBJECTIVES, PRECISIONS, PROTOCOLS
+from .choices import ALL_OBJECTIVES, FLOP_CONVENTIONS, PRECISIONS, PROTOCOLS
 from .errors import BenchError
 
 # Piped output (CI logs, files) gets a wide fixed width instead of rich's 80-column default.
@@ -29,6 +29,9 @@ err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 CONVENTION_HELP = "FLOP counting: measured (fvcore on our modules) or paper (the ELECTRA paper's formula)."
 DEVICE_HELP = "auto (CUDA when available), cpu, cuda or cuda:N."
 PROTOCOL_HELP = "finetune (the paper's recipe), probe (linear probe on frozen features) or fewshot."
+OBJECTIVE_HELP = ("mlm: BERT's masked LM; rtd: ELECTRA's replaced-token detection; the paper's Table 5 ablations: "
+                  "rtd-15 (discriminator loss on masked positions only), replace-mlm (generator samples instead "
+                  "of [MASK]), alltokens-mlm (predict every token, with a copy mechanism).")
 
 # Numeric options are checked where they are parsed: a bad value is a usage error naming the option.
 POSITIVE_INT = click.IntRange(min=1)
@@ -157,8 +160,8 @@ def presets(convention, as_json):
 
 @main.command()
 @click.option("--preset", default="small", show_default=True, help="Preset name (`electra-bench presets`).")
-@click.option("--objective", type=click.Choice(OBJECTIVES), default="rtd", show_default=True,
-              help="mlm: BERT's masked LM; rtd: ELECTRA's replaced-token detection.")
+@click.option("--objective", type=click.Choice(ALL_OBJECTIVES), default="rtd", show_default=True,
+              help=OBJECTIVE_HELP)
 @click.option("--convention", type=click.Choice(FLOP_CONVENTIONS), default="measured", show_default=True,
               help=CONVENTION_HELP)
 @override_options
@@ -171,7 +174,7 @@ def flops(preset, objective, convention, overrides, as_json):
 
     p = resolve(preset, overrides).for_objective(objective)
     sf = step_flops(p, objective, convention)
-    steps = p.steps[objective]
+    steps = p.full_steps(objective)
     result = {
         "preset": p.name, "objective": objective, "convention": convention,
         "batch_size": p.batch_size, "seq_len": p.seq_len, "generator_hidden": p.generator.hidden_size,
@@ -225,8 +228,7 @@ def train_options(fn):
 
 @main.command()
 @train_options
-@click.option("--objective", type=click.Choice(OBJECTIVES), required=True,
-              help="mlm: BERT's masked LM; rtd: ELECTRA's replaced-token detection.")
+@click.option("--objective", type=click.Choice(ALL_OBJECTIVES), required=True, help=OBJECTIVE_HELP)
 @click.option("--out", "out_dir", default=None, help="Run directory (default results/pretrain-<preset>-<objective>-<budget>).")
 @click.option("--resume/--no-resume", default=True, show_default=True,
               help="Continue a run found in --out (--no-resume: refuse to touch it).")

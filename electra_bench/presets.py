@@ -56,6 +56,11 @@ class Preset:
         changes = self.objective_overrides.get(objective)
         return dataclasses.replace(self, **changes, objective_overrides={}) if changes else self
 
+    def full_steps(self, objective: str) -> int:
+        """The paper's full schedule for `objective`: its own entry in `steps`, else ELECTRA's (the
+        Table 5 ablations all run RTD's generator and were trained as ELECTRA was)."""
+        return self.steps.get(objective, self.steps["rtd"])
+
     @property
     def generator(self) -> EncoderConfig:
         return generator_config(self.encoder, self.generator_size)

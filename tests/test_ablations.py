@@ -18,7 +18,7 @@ V = 300
 def _preset(**kw):
     p = presets.get("tiny")
     enc = dataclasses.replace(p.encoder, num_layers=1, vocab_size=kw.pop("vocab_size", V))
-    return dataclasses.replace(p, encoder=enc, seq_len=32, batch_size=8, **kw)
+    return dataclasses.replace(p, encoder=enc, **{"seq_len": 32, "batch_size": 8, **kw})
 
 
 def _batch(B=8, T=32, vocab=V, seed=0):
@@ -184,3 +184,80 @@ def test_alltokens_loss_is_every_real_token_under_the_mixture_and_reaches_the_co
     # the mixture's argmax accuracy, computed cheaply in the step, is the full distribution's
     hit = (logp.argmax(-1) == batch["input_ids"]).float().mean()
     assert float(r.metrics["mlm_acc"]) == pytest.approx(float(hit), abs=1e-6)
+
+
+# ---------------------------------------------------------------- FLOPs, both conventions
+
+
+def test_paper_flops_of_the_ablations_follow_the_formula():
+    from electra_bench.flops import paper, step_flops
+
+    p = presets.get("small")
+    f = {o: step_flops(p, o, "paper") for o in ALL_OBJECTIVES}
+    tokens = p.batch_size * p.seq_len
+    # ELECTRA 15% computes what ELECTRA computes: only which positions carry loss differs
+    assert f["rtd-15"].flops_per_step == f["rtd"].flops_per_step
+    # Replace MLM: RTD's generator plus a BERT model
+    assert f["replace-mlm"].breakdown == {"generator": f["rtd"].breakdown["generator"],
+                                          "encoder": f["mlm"].breakdown["encoder"]}
+    # All-Tokens MLM: the MLM head at every position instead of 15.625%, plus the copy head
+    head = sum(paper.mlm_head_flops_per_token(p.encoder, 1.0).values())
+    copy = 2 * p.encoder.hidden_size + 1 + 4 + 1 + 3 * p.encoder.vocab_size
+    extra = 2 * tokens * ((1 - paper.OUTPUT_FRAC) * head + copy)
+    assert f["alltokens-mlm"].flops_per_step == pytest.approx(f["replace-mlm"].flops_per_step + extra, rel=1e-12)
+    assert f["alltokens-mlm"].breakdown["copy_head"] == pytest.approx(2 * tokens * copy)
+    order = sorted(ALL_OBJECTIVES, key=lambda o: f[o].flops_per_step)
+    assert order == ["mlm", "rtd", "rtd-15", "replace-mlm", "alltokens-mlm"]
+    for s in f.values():
+        assert sum(s.breakdown.values()) == pytest.approx(s.flops_per_step)
+
+
+def test_measured_flops_of_the_ablations_count_everything_and_order_like_the_paper():
+    from electra_bench.flops import measured, step_flops
+
+    p = _preset(batch_size=2)
+    f = {o: step_flops(p, o, "measured").flops_per_step for o in ALL_OBJECTIVES}
+    assert f["rtd-15"] == pytest.approx(f["rtd"], rel=1e-3)  # the same modules; only the loss weights differ
+    # Replace MLM = a generator + an MLM model; All-Tokens MLM adds the head at every position (how rtd
+    # ranks among them depends on V: at V = 300 its every-position binary head outweighs the MLM head)
+    assert f["mlm"] < f["replace-mlm"] < f["alltokens-mlm"] and f["mlm"] < f["rtd"]
+    for o in ABLATION_OBJECTIVES:
+        assert measured.objective_count(p, o, batch=1).unaccounted == {}
+
+
+@pytest.mark.parametrize("objective", ABLATION_OBJECTIVES)
+def test_measured_ablation_flops_match_flop_counter_mode(objective):
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from electra_bench.flops import measured, step_flops
+
+    p = _preset(batch_size=2)
+    p = dataclasses.replace(p, encoder=dataclasses.replace(p.encoder, dropout=0.1))  # CPU SDPA's math path
+    torch.manual_seed(0)
+    m = objectives.build(objective, p, SP).train()
+    ids, seg, att = measured.packed_batch(2, p.seq_len, V, SP)
+    counter = FlopCounterMode(display=False)
+    with counter:
+        m({"input_ids": ids, "segment_ids": seg, "attention_mask": att}, torch.Generator().manual_seed(0)).loss.backward()
+    assert step_flops(p, objective, "measured").flops_per_step == pytest.approx(counter.get_total_flops(), rel=0.03)
+
+
+def _cli(*args):
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "electra_bench.cli", *args], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_flops_command_takes_every_objective():
+    import json
+
+    from electra_bench.flops import step_flops
+
+    out = json.loads(_cli("flops", "--preset", "small", "--objective", "alltokens-mlm", "--convention", "paper", "--json"))
+    p = presets.get("small")
+    assert out["objective"] == "alltokens-mlm" and out["steps"] == p.full_steps("alltokens-mlm") == p.steps["rtd"]
+    assert out["flops_per_step"] == step_flops(p, "alltokens-mlm", "paper").flops_per_step
+    assert set(out["breakdown"]) == {"generator", "encoder", "copy_head"}
