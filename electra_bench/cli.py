@@ -18,7 +18,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from .choices import ALL_OBJECTIVES, FLOP_CONVENTIONS, PRECISIONS, PROTOCOLS
+from .choices import ALL_OBJECTIVES, EMBEDDING_SHARING, FLOP_CONVENTIONS, PRECISIONS, PROTOCOLS
 from .errors import BenchError
 
 # Piped output (CI logs, files) gets a wide fixed width instead of rich's 80-column default.
@@ -122,6 +122,25 @@ def override_options(fn):
         click.option("--temperature", "rtd_temperature", type=click.FloatRange(min=0),
                      help="RTD: sample the generator from softmax(logits / T) (official `temperature`; 1 = standard)."),
         click.option("--dropout", type=click.FloatRange(0, 1, max_open=True), help="Dropout in the encoder during pre-training."),
+        # the official code's generator knobs (configure_pretraining.py); defaults: the preset's
+        click.option("--generator-layers", type=POSITIVE_FLOAT,
+                     help="Generator depth: a fraction of the discriminator's layers (<= 1) or absolute (> 1) "
+                          "(official generator_layers)."),
+        click.option("--uniform-generator/--learned-generator", default=None,
+                     help="Replacements uniform over the vocabulary, no generator model (official uniform_generator)."),
+        click.option("--embedding-sharing", type=click.Choice(EMBEDDING_SHARING), default=None,
+                     help="Generator and discriminator embeddings: shared (the paper) or untied (official "
+                          "untied_generator_embeddings)."),
+        click.option("--untied-generator/--tied-generator", default=None,
+                     help="--tied-generator: one transformer is generator and discriminator, every weight shared "
+                          "(official untied_generator=False)."),
+        click.option("--disallow-correct/--allow-correct", default=None,
+                     help="A generator sample never equals the original token (official disallow_correct)."),
+        click.option("--gen-weight", type=click.FloatRange(min=0), help="Weight of the generator (MLM) loss (official gen_weight)."),
+        click.option("--disc-weight", type=click.FloatRange(min=0),
+                     help="Weight of the discriminator loss, ELECTRA's lambda (official disc_weight)."),
+        click.option("--warmup-steps", type=click.IntRange(min=0),
+                     help="Learning-rate warm-up in steps (official num_warmup_steps; default: the preset's fraction of the run)."),
     ]
     for o in reversed(opts):
         fn = o(fn)
@@ -132,7 +151,9 @@ def override_options(fn):
 
         ov = Overrides(**{k: kw.pop(k) for k in
                                       ("steps", "batch_size", "seq_len", "generator_size", "lr", "mask_prob",
-                                       "vocab_size", "rtd_temperature", "dropout")})
+                                       "vocab_size", "rtd_temperature", "dropout", "generator_layers",
+                                       "uniform_generator", "embedding_sharing", "untied_generator",
+                                       "disallow_correct", "gen_weight", "disc_weight", "warmup_steps")})
         return fn(overrides=ov, **kw)
 
     return wrapper

@@ -17,7 +17,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import special_tokens
-from .choices import ALL_OBJECTIVES, require
+from .choices import ALL_OBJECTIVES, EMBEDDING_SHARING, require
+from .errors import BenchError
 from .model import DiscriminatorHead, Encoder, EncoderConfig, MaskedLMHead, count_parameters, init_weights
 from .special_tokens import SpecialIds
 
@@ -133,8 +134,11 @@ class ReplacedTokenDetection(nn.Module):
     gumbel-max, no gradient through the sample); the discriminator labels every real token replaced or
     original (a sample equal to the original counts as original). loss = MLM(gen) + disc_weight x BCE(disc).
 
-    The official code's knobs: `temperature` (sampling from softmax(logits / temperature)) and
-    `disallow_correct` (the sample is never the original token, so every masked position is replaced).
+    The official code's knobs: `temperature` (sampling from softmax(logits / temperature)),
+    `disallow_correct` (the sample is never the original token, so every masked position is replaced),
+    `gen_weight` (the generator loss's weight), and the generator's make-up (`generator_modules`):
+    `uniform_generator`, `embedding_sharing` ("untied": the official untied_generator_embeddings) and
+    `untied_generator` (False: one transformer is both generator and discriminator).
     """
 
     name = "rtd"
@@ -149,13 +153,19 @@ class ReplacedTokenDetection(nn.Module):
         disc_weight: float = 50.0,
         temperature: float = 1.0,
         disallow_correct: bool = False,
+        gen_weight: float = 1.0,
+        uniform_generator: bool = False,
+        embedding_sharing: str = "shared",
+        untied_generator: bool = True,
     ):
         super().__init__()
         self.special, self.mask_prob, self.max_predictions = special, mask_prob, max_predictions
         self.disc_weight, self.temperature, self.disallow_correct = disc_weight, temperature, disallow_correct
+        self.gen_weight = gen_weight
         self.discriminator = Encoder(disc_cfg)
-        self.generator = Encoder(gen_cfg, embeddings=self.discriminator.embeddings)  # shared embeddings
-        self.gen_head = MaskedLMHead(gen_cfg, self.discriminator.embeddings.word)
+        # by default a narrow generator sharing the discriminator's embeddings (built after it, as always)
+        self.generator, self.gen_head = generator_modules(self.discriminator, gen_cfg, embedding_sharing,
+                                                          uniform_generator, untied_generator)
         self.disc_head = DiscriminatorHead(disc_cfg)
 
     def backbone(self) -> Encoder:
@@ -185,7 +195,7 @@ class ReplacedTokenDetection(nn.Module):
         n_tok = tok_w.sum().clamp(min=1.0)
         bce = F.binary_cross_entropy_with_logits(disc_logits.float(), replaced, reduction="none")
         disc_loss = (bce * tok_w).sum() / n_tok
-        loss = gen_loss + self.disc_weight * disc_loss
+        loss = generator_term(gen_loss, self.gen_weight) + self.disc_weight * disc_loss
 
         with torch.no_grad():
             pred = (disc_logits > 0).float()
@@ -213,7 +223,8 @@ class ReplacedTokenDetection(nn.Module):
         """The generator's output starts at the unigram distribution and the discriminator at the
         expected replaced rate (bias = logit(mask_prob), output weights zero): a small-budget adaptation
         that skips learning what a constant already knows (docs/tuning.md)."""
-        self.gen_head.bias.copy_(unigram_log_probs)
+        if isinstance(self.gen_head, MaskedLMHead):  # a uniform generator has no output layer
+            self.gen_head.bias.copy_(unigram_log_probs)
         p = min(max(self.mask_prob, 1e-3), 1 - 1e-3)
         self.disc_head.out.weight.zero_()
         self.disc_head.out.bias.fill_(math.log(p / (1 - p)))
@@ -238,19 +249,17 @@ def build(objective: str, preset, special: SpecialIds) -> nn.Module:
     objective = require("objective", objective, ALL_OBJECTIVES)
     if objective == "mlm":
         return MaskedLM(preset.encoder, special, preset.mask_prob, preset.max_predictions)
-    if objective == "rtd":
-        return ReplacedTokenDetection(
+    knobs = dict(gen_weight=preset.gen_weight, uniform_generator=preset.uniform_generator,
+                 embedding_sharing=preset.embedding_sharing, untied_generator=preset.untied_generator)
+    if objective in ("rtd", "rtd-15"):
+        cls = ReplacedTokenDetection if objective == "rtd" else ElectraOnMasked
+        return cls(
             preset.encoder, preset.generator, special, preset.mask_prob, preset.max_predictions, preset.disc_weight,
-            preset.rtd_temperature, preset.disallow_correct,
-        )
-    if objective == "rtd-15":
-        return ElectraOnMasked(
-            preset.encoder, preset.generator, special, preset.mask_prob, preset.max_predictions, preset.disc_weight,
-            preset.rtd_temperature, preset.disallow_correct,
+            preset.rtd_temperature, preset.disallow_correct, **knobs,
         )
     cls = ReplaceMLM if objective == "replace-mlm" else AllTokensMLM
     return cls(preset.encoder, preset.generator, special, preset.mask_prob, preset.max_predictions,
-               preset.rtd_temperature, preset.disallow_correct)
+               preset.rtd_temperature, preset.disallow_correct, **knobs)
 
 
 def initial_encoder(encoder_cfg: EncoderConfig, seed: int) -> Encoder:
@@ -272,8 +281,15 @@ def parameter_counts(p) -> dict[str, int]:
         "encoder": count_parameters(mlm.backbone()),
         "mlm_total": count_parameters(mlm),
         "rtd_total": count_parameters(rtd),
-        "generator": count_parameters(rtd.generator) - count_parameters(rtd.discriminator.embeddings),
+        "generator": generator_parameters(rtd),
     }
+
+
+def generator_parameters(m: nn.Module) -> int:
+    """Parameters of an objective's generator Encoder that the kept encoder does not also use (shared
+    embeddings are the kept model's; a uniform generator, or one that IS the discriminator, has none)."""
+    kept = {id(q) for q in m.backbone().parameters()}
+    return sum(q.numel() for q in {id(q): q for q in m.generator.parameters()}.values() if id(q) not in kept)
 
 
 # ---- the ELECTRA paper's efficiency ablations (Clark et al. 2020, section 3.2 and Table 5) ---------------
@@ -344,7 +360,7 @@ class ElectraOnMasked(ReplacedTokenDetection):
     """ELECTRA 15% (`rtd-15`): RTD whose discriminator loss is summed over the masked positions only
     (paper: "the sum in the discriminator loss is over i in m instead of from 1 to n"). The model, its
     initialisation and every random draw are RTD's; only which positions carry loss differs.
-    loss = MLM(gen) + disc_weight x BCE(disc) averaged over the masked positions."""
+    loss = gen_weight x MLM(gen) + disc_weight x BCE(disc) averaged over the masked positions."""
 
     name = "rtd-15"
 
@@ -356,7 +372,7 @@ class ElectraOnMasked(ReplacedTokenDetection):
         n_loss = loss_w.sum().clamp(min=1.0)
         bce = F.binary_cross_entropy_with_logits(disc_logits.float(), c.replaced, reduction="none")
         disc_loss = (bce * loss_w).sum() / n_loss
-        loss = c.gen_loss + self.disc_weight * disc_loss
+        loss = generator_term(c.gen_loss, self.gen_weight) + self.disc_weight * disc_loss
         with torch.no_grad():
             tok_w = att.float()
             pred = (disc_logits > 0).float()
@@ -382,18 +398,20 @@ class ElectraOnMasked(ReplacedTokenDetection):
 class ReplaceMLM(nn.Module):
     """Replace MLM (`replace-mlm`): BERT's MLM on the masked positions, but their input holds samples of
     RTD's generator instead of [MASK] (never [MASK] itself), so the model never sees [MASK]; it still
-    learns from the masked positions only. loss = MLM(gen) + MLM(model)."""
+    learns from the masked positions only. loss = gen_weight x MLM(gen) + MLM(model)."""
 
     name = "replace-mlm"
 
     def __init__(self, cfg: EncoderConfig, gen_cfg: EncoderConfig, special: SpecialIds, mask_prob: float,
-                 max_predictions: int, temperature: float = 1.0, disallow_correct: bool = False):
+                 max_predictions: int, temperature: float = 1.0, disallow_correct: bool = False,
+                 gen_weight: float = 1.0, uniform_generator: bool = False, embedding_sharing: str = "shared",
+                 untied_generator: bool = True):
         super().__init__()
         self.special, self.mask_prob, self.max_predictions = special, mask_prob, max_predictions
-        self.temperature, self.disallow_correct = temperature, disallow_correct
+        self.temperature, self.disallow_correct, self.gen_weight = temperature, disallow_correct, gen_weight
         self.encoder = Encoder(cfg)  # the kept model: first, so it is `initial_encoder`'s
-        self.generator = Encoder(gen_cfg, embeddings=self.encoder.embeddings)  # shared embeddings, as RTD
-        self.gen_head = MaskedLMHead(gen_cfg, self.encoder.embeddings.word)
+        self.generator, self.gen_head = generator_modules(self.encoder, gen_cfg, embedding_sharing,
+                                                          uniform_generator, untied_generator)  # as RTD's
         self.head = MaskedLMHead(cfg, self.encoder.embeddings.word)
 
     def backbone(self) -> Encoder:
@@ -404,7 +422,7 @@ class ReplaceMLM(nn.Module):
         c = generator_corruption(self, ids, seg, att, rng, self.encoder.cfg.vocab_size, forbid=(self.special.mask,))
         logits = self.head(self.encoder(c.corrupted, seg, att), c.positions)  # (B, P, V)
         mlm_loss, mlm_acc = _weighted_mlm(logits, c.labels, c.weights)
-        loss = c.gen_loss + mlm_loss
+        loss = generator_term(c.gen_loss, self.gen_weight) + mlm_loss
         with torch.no_grad():
             tok_w = att.float()
             replaced_frac = (c.replaced * tok_w).sum() / tok_w.sum().clamp(min=1.0)
@@ -416,7 +434,8 @@ class ReplaceMLM(nn.Module):
     @torch.no_grad()
     def init_output_priors(self, unigram_log_probs: torch.Tensor) -> None:
         """Both MLM outputs start at the unigram distribution (as MLM's and RTD's generator's)."""
-        self.gen_head.bias.copy_(unigram_log_probs)
+        if isinstance(self.gen_head, MaskedLMHead):
+            self.gen_head.bias.copy_(unigram_log_probs)
         self.head.bias.copy_(unigram_log_probs)
 
 
@@ -424,13 +443,13 @@ class AllTokensMLM(ReplaceMLM):
     """All-Tokens MLM (`alltokens-mlm`): Replace MLM's input, but the model predicts the identity of
     every real token, through the paper's copy mechanism: a sigmoid layer gives a copy probability D
     per token, and the output distribution is D on the input token plus (1 - D) x the MLM softmax.
-    loss = MLM(gen) + mean over real tokens of -log p(original token)."""
+    loss = gen_weight x MLM(gen) + mean over real tokens of -log p(original token)."""
 
     name = "alltokens-mlm"
 
     def __init__(self, cfg: EncoderConfig, gen_cfg: EncoderConfig, special: SpecialIds, mask_prob: float,
-                 max_predictions: int, temperature: float = 1.0, disallow_correct: bool = False):
-        super().__init__(cfg, gen_cfg, special, mask_prob, max_predictions, temperature, disallow_correct)
+                 max_predictions: int, temperature: float = 1.0, disallow_correct: bool = False, **knobs):
+        super().__init__(cfg, gen_cfg, special, mask_prob, max_predictions, temperature, disallow_correct, **knobs)
         self.copy_head = nn.Linear(cfg.hidden_size, 1)  # the copy probability D = sigmoid(copy_head(h))
         init_weights(self.copy_head)
 
@@ -462,7 +481,7 @@ class AllTokensMLM(ReplaceMLM):
         tok_w = att.float()
         n_tok = tok_w.sum().clamp(min=1.0)
         mlm_loss = -(log_p * tok_w).sum() / n_tok
-        loss = c.gen_loss + mlm_loss
+        loss = generator_term(c.gen_loss, self.gen_weight) + mlm_loss
         with torch.no_grad():
             # the mixture's argmax is the input token or the softmax's top token; all from (B, T) gathers
             top = logits.argmax(-1)
@@ -499,3 +518,58 @@ class AllTokensMLM(ReplaceMLM):
         super().init_output_priors(unigram_log_probs)
         self.copy_head.weight.zero_()
         self.copy_head.bias.fill_(_logit(1 - self.mask_prob))
+
+
+# ---- the generator's make-up: the official code's knobs -------------------------------------------------
+
+
+def generator_term(gen_loss: torch.Tensor, gen_weight: float) -> torch.Tensor:
+    """gen_weight x the generator's loss (the official `gen_weight`). At the default 1 it is the loss
+    itself, not a multiply: the traced step, and so its measured FLOPs and the run's identity, stay
+    those of the objective before the knob existed."""
+    return gen_loss if gen_weight == 1.0 else gen_weight * gen_loss
+
+
+class UniformGenerator(nn.Module):
+    """The official `uniform_generator`: no model at all. It 'encodes' nothing (returns its input ids)
+    and `UniformHead` gives logits 0 over the vocabulary, so replacements are uniform over V (special
+    tokens included, as the official code) and the generator loss is the constant log V."""
+
+    def forward(self, input_ids: torch.Tensor, segment_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        return input_ids
+
+
+class UniformHead(nn.Module):
+    def __init__(self, vocab_size: int):
+        super().__init__()
+        self.vocab_size = vocab_size
+
+    def forward(self, hidden: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        return torch.zeros(*positions.shape, self.vocab_size, device=positions.device)  # (B, P, V)
+
+
+def generator_modules(kept: Encoder, gen_cfg: EncoderConfig, embedding_sharing: str = "shared",
+                      uniform: bool = False, untied: bool = True) -> tuple[nn.Module, nn.Module]:
+    """(generator, gen_head) for the RTD family, built after the kept encoder `kept`:
+
+    - default: a separate (narrow) Encoder sharing `kept`'s whole embedding module, its MLM head tied to
+      the shared word embeddings (the official code, and the paper's best setting);
+    - `embedding_sharing="untied"` (official untied_generator_embeddings): the generator has its own
+      embeddings (of its hidden size, as the official code makes them) and its head is tied to those;
+    - `untied=False` (official untied_generator=False): `kept` itself is the generator, every weight
+      shared (the paper's "tying all weights"; the generator then has the discriminator's size);
+    - `uniform=True` (official uniform_generator): `UniformGenerator`/`UniformHead`, no parameters.
+    """
+    require("embedding sharing", embedding_sharing, EMBEDDING_SHARING)
+    if uniform:
+        return UniformGenerator(), UniformHead(kept.cfg.vocab_size)
+    if not untied:
+        if embedding_sharing != "shared":
+            raise BenchError(f"a generator that is the discriminator (untied_generator off) shares every weight: "
+                             f"embedding sharing '{embedding_sharing}' does not apply")
+        return kept, MaskedLMHead(kept.cfg, kept.embeddings.word)
+    if embedding_sharing == "untied":
+        generator = Encoder(gen_cfg)
+        return generator, MaskedLMHead(gen_cfg, generator.embeddings.word)
+    generator = Encoder(gen_cfg, embeddings=kept.embeddings)
+    return generator, MaskedLMHead(gen_cfg, kept.embeddings.word)

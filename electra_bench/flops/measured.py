@@ -261,8 +261,12 @@ def inference_count(preset, num_labels: int = 2) -> ForwardCount:
 
 def _cache_key(preset, objective: str) -> tuple[Any, ...]:
     gen = preset.generator if objective != "mlm" else None
+    # the generator knobs change the traced modules (a uniform generator, untied or tied weights) or add
+    # an op (a generator-loss weight other than 1)
+    knobs = tuple(getattr(preset, k) for k in ("gen_weight", "uniform_generator", "embedding_sharing",
+                                               "untied_generator")) if objective != "mlm" else ()
     return (objective, preset.encoder, gen, preset.seq_len, preset.max_predictions, preset.mask_prob,
-            preset.disc_weight)
+            preset.disc_weight) + knobs
 
 
 _STEP_CACHE: dict[tuple, ForwardCount] = {}

@@ -187,7 +187,8 @@ def paper_step(preset, objective: str) -> tuple[float, dict[str, float]]:
     if objective == "mlm":
         models = {"encoder": paper_flops_per_token(preset.encoder, preset.seq_len, "mlm")}
     else:
-        models = {"generator": paper_flops_per_token(preset.generator, preset.seq_len, "mlm")}
+        # a uniform generator (official uniform_generator) is no model: it costs nothing here
+        models = {"generator": 0.0 if preset.uniform_generator else paper_flops_per_token(preset.generator, preset.seq_len, "mlm")}
         if objective in ("rtd", "rtd-15"):
             models["discriminator"] = paper_flops_per_token(preset.encoder, preset.seq_len, "binary")
         elif objective == "replace-mlm":
