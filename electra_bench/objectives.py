@@ -137,8 +137,9 @@ class ReplacedTokenDetection(nn.Module):
     The official code's knobs: `temperature` (sampling from softmax(logits / temperature)),
     `disallow_correct` (the sample is never the original token, so every masked position is replaced),
     `gen_weight` (the generator loss's weight), and the generator's make-up (`generator_modules`):
-    `uniform_generator`, `embedding_sharing` ("untied": the official untied_generator_embeddings) and
-    `untied_generator` (False: one transformer is both generator and discriminator).
+    `uniform_generator`, `embedding_sharing` ("untied": the official untied_generator_embeddings;
+    "gdes": DeBERTaV3's gradient-disentangled sharing) and `untied_generator` (False: one transformer is
+    both generator and discriminator).
     """
 
     name = "rtd"
@@ -169,8 +170,9 @@ class ReplacedTokenDetection(nn.Module):
         self.disc_head = DiscriminatorHead(disc_cfg)
 
     def backbone(self) -> Encoder:
-        """The discriminator is the model that is kept and fine-tuned."""
-        return self.discriminator
+        """The discriminator is the model that is kept and fine-tuned (under gdes, as a plain Encoder
+        with its embeddings merged: `kept_encoder`)."""
+        return kept_encoder(self.discriminator)
 
     def forward(self, batch: Batch, rng: torch.Generator | None = None) -> ObjectiveResult:
         ids, seg, att = batch["input_ids"], batch["segment_ids"], batch["attention_mask"]
@@ -288,7 +290,10 @@ def parameter_counts(p) -> dict[str, int]:
 def generator_parameters(m: nn.Module) -> int:
     """Parameters of an objective's generator Encoder that the kept encoder does not also use (shared
     embeddings are the kept model's; a uniform generator, or one that IS the discriminator, has none)."""
-    kept = {id(q) for q in m.backbone().parameters()}
+    kept_module = m.discriminator if hasattr(m, "discriminator") else m.encoder
+    kept = {id(q) for q in kept_module.parameters()}
+    if isinstance(kept_module.embeddings, GradientDisentangledEmbeddings):  # read by the kept model too
+        kept |= {id(q) for q in kept_module.embeddings.shared.parameters()}
     return sum(q.numel() for q in {id(q): q for q in m.generator.parameters()}.values() if id(q) not in kept)
 
 
@@ -409,6 +414,9 @@ class ReplaceMLM(nn.Module):
         super().__init__()
         self.special, self.mask_prob, self.max_predictions = special, mask_prob, max_predictions
         self.temperature, self.disallow_correct, self.gen_weight = temperature, disallow_correct, gen_weight
+        if embedding_sharing == "gdes":  # its MLM head is tied to the kept model's word embeddings
+            raise BenchError(f"embedding sharing 'gdes' is defined for a discriminator (rtd, rtd-15), not for "
+                             f"{self.name}, whose MLM output is tied to its input embeddings")
         self.encoder = Encoder(cfg)  # the kept model: first, so it is `initial_encoder`'s
         self.generator, self.gen_head = generator_modules(self.encoder, gen_cfg, embedding_sharing,
                                                           uniform_generator, untied_generator)  # as RTD's
@@ -558,6 +566,8 @@ def generator_modules(kept: Encoder, gen_cfg: EncoderConfig, embedding_sharing: 
       embeddings (of its hidden size, as the official code makes them) and its head is tied to those;
     - `untied=False` (official untied_generator=False): `kept` itself is the generator, every weight
       shared (the paper's "tying all weights"; the generator then has the discriminator's size);
+    - `embedding_sharing="gdes"` (DeBERTaV3): as the default, then `kept` reads the shared embeddings
+      through `GradientDisentangledEmbeddings`, so only the generator's loss trains the shared tables;
     - `uniform=True` (official uniform_generator): `UniformGenerator`/`UniformHead`, no parameters.
     """
     require("embedding sharing", embedding_sharing, EMBEDDING_SHARING)
@@ -572,4 +582,65 @@ def generator_modules(kept: Encoder, gen_cfg: EncoderConfig, embedding_sharing: 
         generator = Encoder(gen_cfg)
         return generator, MaskedLMHead(gen_cfg, generator.embeddings.word)
     generator = Encoder(gen_cfg, embeddings=kept.embeddings)
-    return generator, MaskedLMHead(gen_cfg, kept.embeddings.word)
+    head = MaskedLMHead(gen_cfg, kept.embeddings.word)
+    if embedding_sharing == "gdes":
+        kept.embeddings = GradientDisentangledEmbeddings(kept.embeddings)  # the generator keeps the tables
+    return generator, head
+
+
+class GradientDisentangledEmbeddings(nn.Module):
+    """DeBERTaV3's gradient-disentangled embedding sharing (He et al. 2021, "GDES"), on our embedding
+    module: the discriminator embeds with the generator's tables under stop-gradient plus its own
+    word-embedding residual E_delta, initialised to zero (E_D = sg(E_G) + E_delta), and its own layer
+    norm (initialised as the shared one is). So the discriminator's loss sends no gradient into the
+    shared tables (the generator's MLM loss alone trains them: no tug-of-war between the two losses),
+    while the discriminator still adapts its word embeddings through E_delta. At initialisation it
+    computes exactly what the shared module computes.
+
+    The shared module is the generator's (a submodule there), held here unregistered: the
+    discriminator reads it and does not own it."""
+
+    def __init__(self, shared: nn.Module):
+        super().__init__()
+        self._shared = (shared,)  # a tuple: not registered as a submodule
+        # E_delta (V, E), given its zeros: nn.Embedding would otherwise draw a random init, and the
+        # modules built after this one would no longer start where they do under "shared"
+        self.residual = nn.Embedding(*shared.word.weight.shape, _weight=torch.zeros(shared.word.weight.shape))
+        self.norm = nn.LayerNorm(shared.norm.normalized_shape, eps=shared.norm.eps)
+        init_weights(self.norm)
+        self.dropout = nn.Dropout(shared.dropout.p)
+
+    @property
+    def shared(self) -> nn.Module:
+        return self._shared[0]
+
+    def forward(self, input_ids: torch.Tensor, segment_ids: torch.Tensor) -> torch.Tensor:
+        s = self.shared
+        pos = torch.arange(input_ids.shape[1], device=input_ids.device)
+        word = F.embedding(input_ids, s.word.weight.detach()) + self.residual(input_ids)  # (B, T, E)
+        x = word + F.embedding(pos, s.position.weight.detach())[None] + F.embedding(segment_ids, s.segment.weight.detach())
+        return self.dropout(self.norm(x))
+
+    @torch.no_grad()
+    def merged_state(self) -> dict[str, torch.Tensor]:
+        """The state of a plain embedding module that computes what this one does (in eval)."""
+        state = {k: v.detach().clone() for k, v in self.shared.state_dict().items()}
+        state["word.weight"] = self.shared.word.weight.detach() + self.residual.weight.detach()
+        state.update({f"norm.{k}": v.detach().clone() for k, v in self.norm.state_dict().items()})
+        return state
+
+
+def kept_encoder(encoder: Encoder) -> Encoder:
+    """`encoder` itself, or, when it reads gradient-disentangled embeddings, a plain Encoder with the
+    same weights and sg(E_G) + E_delta merged into its word table: what a checkpoint stores and
+    fine-tuning loads (a copy without gradient path; built on the meta device, so no random draw)."""
+    emb = encoder.embeddings
+    if not isinstance(emb, GradientDisentangledEmbeddings):
+        return encoder
+    with torch.device("meta"):
+        plain = Encoder(encoder.cfg)
+    plain = plain.to_empty(device=emb.residual.weight.device)
+    state = {k: v for k, v in encoder.state_dict().items() if not k.startswith("embeddings.")}
+    state.update({f"embeddings.{k}": v for k, v in emb.merged_state().items()})
+    plain.load_state_dict(state)
+    return plain.train(encoder.training)

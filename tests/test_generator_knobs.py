@@ -197,3 +197,102 @@ def test_resolve_refuses_contradictions():
     with pytest.raises(BenchError, match="embedding sharing 'both'"):
         presets.resolve("small", presets.Overrides(embedding_sharing="both"))
     assert presets.resolve("small", presets.Overrides(untied_generator=False)).untied_generator is False
+
+
+# ---------------------------------------------------------------- DeBERTaV3's gradient-disentangled sharing
+
+
+@pytest.mark.parametrize("objective", ["rtd", "rtd-15"])
+def test_gdes_discriminator_loss_sends_no_gradient_into_the_shared_table(objective):
+    """gen_weight 0: the discriminator's loss alone. Under gdes the shared table's gradient is exactly
+    zero (and the residual's is not); with shared embeddings the shared table's is not."""
+    for sharing in ("shared", "gdes"):
+        m = _build(objective, embedding_sharing=sharing, gen_weight=0.0)
+        m(_batch(), torch.Generator().manual_seed(0)).loss.backward()
+        table = m.generator.embeddings.word.weight  # the shared table: the generator's
+        assert table.grad is not None
+        if sharing == "gdes":
+            assert torch.count_nonzero(table.grad) == 0
+            assert m.discriminator.embeddings.residual.weight.grad.abs().sum() > 0
+        else:
+            assert table.grad.abs().sum() > 0
+    # the generator's loss still trains the shared table under gdes
+    m = _build(objective, embedding_sharing="gdes", disc_weight=0.0)
+    m(_batch(), torch.Generator().manual_seed(0)).loss.backward()
+    assert m.generator.embeddings.word.weight.grad.abs().sum() > 0
+
+
+def test_gdes_starts_where_shared_starts_and_checkpoints_as_a_plain_encoder(tmp_path):
+    from electra_bench.training import checkpoint
+
+    shared, gdes = _build(), _build(embedding_sharing="gdes")
+    b = _batch()
+    torch.manual_seed(3)
+    a = shared(b, torch.Generator().manual_seed(4)).loss
+    torch.manual_seed(3)
+    c = gdes(b, torch.Generator().manual_seed(4)).loss
+    assert a.item() == c.item()  # residual zero, same norm: the same function at initialisation
+    # after some training of the residual, the kept encoder is sg(E_G) + E_delta merged into one table
+    with torch.no_grad():
+        gdes.discriminator.embeddings.residual.weight.normal_(0, 0.1)
+    gdes.eval()
+    kept = gdes.backbone()
+    assert type(kept.embeddings).__name__ == "Embeddings"
+    args = (b["input_ids"], b["segment_ids"], b["attention_mask"])
+    with torch.no_grad():
+        expected = gdes.discriminator(*args)
+        assert torch.allclose(kept(*args), expected, atol=1e-6)
+    checkpoint.save_encoder(tmp_path / "ck", kept, {"objective": "rtd"})
+    loaded, _ = checkpoint.load_encoder(tmp_path / "ck")
+    with torch.no_grad():
+        assert torch.allclose(loaded.eval()(*args), expected, atol=1e-6)
+
+
+def test_gdes_is_for_a_discriminator_and_a_cli_choice():
+    with pytest.raises(BenchError, match="gdes"):
+        objectives.build("replace-mlm", _preset(embedding_sharing="gdes"), SP)
+    with pytest.raises(BenchError, match="gdes"):
+        objectives.build("rtd", _preset(embedding_sharing="gdes", untied_generator=False), SP)
+    assert presets.resolve("tiny", presets.Overrides(embedding_sharing="gdes")).embedding_sharing == "gdes"
+    p = _preset(embedding_sharing="gdes")
+    assert step_flops(p, "rtd", "paper").flops_per_step == step_flops(_preset(), "rtd", "paper").flops_per_step
+    assert objectives.parameter_counts(p)["generator"] == objectives.parameter_counts(_preset())["generator"]
+
+
+def test_gdes_trains_saves_and_resumes(tmp_path, synthetic):
+    """Through the trainer: measured FLOPs count it, checkpoints hold a plain encoder, a resumed run
+    matches an uninterrupted one."""
+    from electra_bench.flops import measured
+    from electra_bench.training import checkpoint
+    from electra_bench.training.budget import make_plan
+    from electra_bench.training.trainer import TrainOptions, pretrain
+
+    p = _preset(embedding_sharing="gdes")
+    assert measured.objective_count(p, "rtd", batch=1).unaccounted == {}
+    plan = make_plan("rtd", "measured", 6e9 + 5e8, 1e9, (0.5, 1.0))
+    data = synthetic(64, 32, V)
+
+    def run(out, **kw):
+        return pretrain(p, plan, data, None, SP, out, TrainOptions(quiet=True, log_every=2, peak_flops=1e11, **kw))
+
+    run(tmp_path / "a")
+    with pytest.raises(_Stop):
+        run(tmp_path / "b", save_every_steps=2, after_step=(_stop_at(4),))
+    run(tmp_path / "b")  # resumes from the state saved at step 4
+    for run_dir in ("a", "b"):
+        enc, meta = checkpoint.load_encoder(tmp_path / run_dir / "checkpoints" / "frac-1.0000")
+        assert meta["objective"] == "rtd" and type(enc.embeddings).__name__ == "Embeddings"
+    a = checkpoint.read_tensors(tmp_path / "a" / "checkpoints" / "frac-1.0000" / "model.safetensors")
+    b = checkpoint.read_tensors(tmp_path / "b" / "checkpoints" / "frac-1.0000" / "model.safetensors")
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+class _Stop(Exception):
+    pass
+
+
+def _stop_at(step):
+    def hook(done):
+        if done == step:
+            raise _Stop
+    return hook
