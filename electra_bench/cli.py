@@ -218,12 +218,18 @@ def flops(preset, objective, convention, overrides, as_json):
               help="Vocabulary size (bits per MLM target).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (stable snake_case keys).")
 def signal(seq_len, mask_prob, vocab_size, as_json):
-    """Learning signal per sequence: positions with gradient and bits of target, MLM vs RTD."""
-    from .learning_signal import learning_signal
+    """Learning signal per sequence: positions with gradient and bits of target, MLM vs RTD; then every
+    objective, by the formula and as measured on the objective modules on a batch."""
+    from .learning_signal import learning_signal, objective_signal, signal_table
     from .reporting.tables import key_value_table
 
     s = learning_signal(seq_len, mask_prob, vocab_size)
-    _emit_json(s) if as_json else out.print(key_value_table("learning signal per sequence", s))
+    rows = objective_signal(seq_len, mask_prob, vocab_size)
+    if as_json:
+        _emit_json({**s, "objectives": rows})
+    else:
+        out.print(key_value_table("learning signal per sequence", s))
+        out.print(signal_table(rows, seq_len))
 
 
 def train_options(fn):
