@@ -354,6 +354,44 @@ def compare(preset, budget, quick, long_mode, convention, corpus, source, tasks,
 
 
 @main.command()
+@click.option("--preset", default=None, help="Default: tiny (the embedded CPU default).")
+@click.option("--budget", default=None, help="Per-objective budget (default: the preset's tuned default).")
+@click.option("--objectives", default=None,
+              help="Comma-separated objectives (default: Table 5's five: rtd, alltokens-mlm, replace-mlm, rtd-15, mlm).")
+@click.option("--quick", is_flag=True, help="compare --quick's budget and probes (for CI).")
+@click.option("--convention", type=click.Choice(FLOP_CONVENTIONS), default="measured", show_default=True,
+              help=CONVENTION_HELP)
+@click.option("--corpus", default=None,
+              help="Pre-training text: a file, directory, glob or hf:NAME (default: the embedded suite's corpus).")
+@click.option("--data", "source", default=None, help="Downstream tasks (default: embedded suite).")
+@click.option("--tasks", default=None, help="Comma-separated task names (default: all of --data).")
+@click.option("--seeds", type=POSITIVE_INT, default=None, help="Evaluation seeds per checkpoint and task.")
+@click.option("--pretrain-seeds", type=POSITIVE_INT, default=None, help="Pre-training runs per objective (default 1).")
+@click.option("--protocol", type=click.Choice(PROTOCOLS), default=None,
+              help=PROTOCOL_HELP + " Default: probe on the CPU default, finetune with --preset.")
+@click.option("--results", "root", default="results", show_default=True, help="Where run directories go.")
+@click.option("--run-id", default=None, help="Default: derived from the config, so a rerun resumes.")
+@click.option("--device", default="auto", show_default=True, help=DEVICE_HELP)
+@click.option("--jobs", type=POSITIVE_INT, default=None, help="Worker processes (default: one per core, at most one per run).")
+@click.option("--threads", type=POSITIVE_INT, default=None, help="Threads per worker (default: cores / jobs).")
+@click.option("--quiet", is_flag=True, help="No progress output.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (stable snake_case keys).")
+@override_options
+def ablate(preset, budget, objectives, quick, convention, corpus, source, tasks, seeds, pretrain_seeds, protocol, root,
+           run_id, device, jobs, threads, quiet, as_json, overrides):
+    """The paper's efficiency analysis (Table 5): every objective to one budget, final checkpoints scored."""
+    from .experiments.ablate import resolve_spec, run_ablate
+
+    spec = resolve_spec(objectives=[o.strip() for o in objectives.split(",") if o.strip()] if objectives else None,
+                        preset=preset, budget=budget, quick=quick, convention=convention, corpus=corpus,
+                        source=source, tasks=tasks.split(",") if tasks else None, seeds=seeds, protocol=protocol,
+                        device=device, pretrain_seeds=pretrain_seeds, jobs=jobs, threads=threads,
+                        overrides=overrides)
+    result, rendered = run_ablate(spec, root, run_id, quiet=quiet or as_json)
+    _emit_json(result) if as_json else click.echo(rendered)
+
+
+@main.command()
 @click.argument("runs", nargs=-1, required=True)
 @click.option("--format", "fmt", type=click.Choice(["table", "md", "csv", "latex"]), default="table", show_default=True,
               help="Terminal table, Markdown, CSV or LaTeX.")
