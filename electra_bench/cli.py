@@ -397,9 +397,14 @@ def ablate(preset, budget, objectives, quick, convention, corpus, source, tasks,
               help="Terminal table, Markdown, CSV or LaTeX.")
 def report(runs, fmt):
     """Paper-style table and headline for one or more runs."""
+    from .layout import RunLayout
     from .reporting.report import render
     from .reporting.results import load_run
 
+    for r in runs:  # reporting/ summarises mlm vs rtd; an ablation run carries its own table
+        if RunLayout(r).ablation.is_file():
+            raise BenchError(f"{r} is an ablation run: its Table 5 is {RunLayout(r).report_txt} "
+                             f"(and ablation.json, report.md); `report` reads compare runs")
     click.echo(render([load_run(r) for r in runs], fmt))
 
 

@@ -91,3 +91,14 @@ def test_ablate_end_to_end_at_a_tiny_budget(tmp_path):
     n = len(layout.scores.read_text().splitlines())
     again, _ = run_ablate(spec, tmp_path / "results", None, quiet=True)
     assert len(layout.scores.read_text().splitlines()) == n and again["rows"] == result["rows"]
+
+
+def test_report_refuses_an_ablation_run_in_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "ablation.json").write_text("{}")
+    proc = subprocess.run([sys.executable, "-m", "electra_bench.cli", "report", str(tmp_path)], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "ablation run" in proc.stderr
