@@ -7,8 +7,15 @@ from typing import Sequence
 
 from .errors import BenchError
 
-OBJECTIVES = ("mlm", "rtd")  # pre-training objectives (objectives.py)
-SCORED_OBJECTIVES = ("init",) + OBJECTIVES  # what a score row can name: "init" is the untrained encoder
+OBJECTIVES = ("mlm", "rtd")  # the objectives `compare` puts side by side (objectives.py)
+# the ELECTRA paper's efficiency ablations (Table 5), on the same encoder: ELECTRA 15%, Replace MLM,
+# All-Tokens MLM (objectives.py)
+ABLATION_OBJECTIVES = ("rtd-15", "replace-mlm", "alltokens-mlm")
+ALL_OBJECTIVES = OBJECTIVES + ABLATION_OBJECTIVES  # every objective `objectives.build` knows
+SCORED_OBJECTIVES = ("init",) + ALL_OBJECTIVES  # what a score row can name: "init" is the untrained encoder
+# how the RTD family's generator and kept encoder share embeddings: one module (the paper), DeBERTaV3's
+# gradient-disentangled sharing, or none (the official untied_generator_embeddings)
+EMBEDDING_SHARING = ("shared", "gdes", "untied")
 FLOP_CONVENTIONS = ("measured", "paper")  # flops/: fvcore on our modules, or the paper's formula
 PROTOCOLS = ("finetune", "probe", "fewshot")  # evaluation/finetune.py
 PRECISIONS = ("auto", "fp32", "bf16")  # training: auto = bf16 autocast on CUDA, fp32 on CPU

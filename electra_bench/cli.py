@@ -18,7 +18,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from .choices import FLOP_CONVENTIONS, OBJECTIVES, PRECISIONS, PROTOCOLS
+from .choices import ALL_OBJECTIVES, EMBEDDING_SHARING, FLOP_CONVENTIONS, PRECISIONS, PROTOCOLS
 from .errors import BenchError
 
 # Piped output (CI logs, files) gets a wide fixed width instead of rich's 80-column default.
@@ -29,6 +29,9 @@ err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 CONVENTION_HELP = "FLOP counting: measured (fvcore on our modules) or paper (the ELECTRA paper's formula)."
 DEVICE_HELP = "auto (CUDA when available), cpu, cuda or cuda:N."
 PROTOCOL_HELP = "finetune (the paper's recipe), probe (linear probe on frozen features) or fewshot."
+OBJECTIVE_HELP = ("mlm: BERT's masked LM; rtd: ELECTRA's replaced-token detection; the paper's Table 5 ablations: "
+                  "rtd-15 (discriminator loss on masked positions only), replace-mlm (generator samples instead "
+                  "of [MASK]), alltokens-mlm (predict every token, with a copy mechanism).")
 
 # Numeric options are checked where they are parsed: a bad value is a usage error naming the option.
 POSITIVE_INT = click.IntRange(min=1)
@@ -119,6 +122,25 @@ def override_options(fn):
         click.option("--temperature", "rtd_temperature", type=click.FloatRange(min=0),
                      help="RTD: sample the generator from softmax(logits / T) (official `temperature`; 1 = standard)."),
         click.option("--dropout", type=click.FloatRange(0, 1, max_open=True), help="Dropout in the encoder during pre-training."),
+        # the official code's generator knobs (configure_pretraining.py); defaults: the preset's
+        click.option("--generator-layers", type=POSITIVE_FLOAT,
+                     help="Generator depth: a fraction of the discriminator's layers (<= 1) or absolute (> 1) "
+                          "(official generator_layers)."),
+        click.option("--uniform-generator/--learned-generator", default=None,
+                     help="Replacements uniform over the vocabulary, no generator model (official uniform_generator)."),
+        click.option("--embedding-sharing", type=click.Choice(EMBEDDING_SHARING), default=None,
+                     help="Generator and discriminator embeddings: shared (the paper) or untied (official "
+                          "untied_generator_embeddings)."),
+        click.option("--untied-generator/--tied-generator", default=None,
+                     help="--tied-generator: one transformer is generator and discriminator, every weight shared "
+                          "(official untied_generator=False)."),
+        click.option("--disallow-correct/--allow-correct", default=None,
+                     help="A generator sample never equals the original token (official disallow_correct)."),
+        click.option("--gen-weight", type=click.FloatRange(min=0), help="Weight of the generator (MLM) loss (official gen_weight)."),
+        click.option("--disc-weight", type=click.FloatRange(min=0),
+                     help="Weight of the discriminator loss, ELECTRA's lambda (official disc_weight)."),
+        click.option("--warmup-steps", type=click.IntRange(min=0),
+                     help="Learning-rate warm-up in steps (official num_warmup_steps; default: the preset's fraction of the run)."),
     ]
     for o in reversed(opts):
         fn = o(fn)
@@ -129,7 +151,9 @@ def override_options(fn):
 
         ov = Overrides(**{k: kw.pop(k) for k in
                                       ("steps", "batch_size", "seq_len", "generator_size", "lr", "mask_prob",
-                                       "vocab_size", "rtd_temperature", "dropout")})
+                                       "vocab_size", "rtd_temperature", "dropout", "generator_layers",
+                                       "uniform_generator", "embedding_sharing", "untied_generator",
+                                       "disallow_correct", "gen_weight", "disc_weight", "warmup_steps")})
         return fn(overrides=ov, **kw)
 
     return wrapper
@@ -157,8 +181,8 @@ def presets(convention, as_json):
 
 @main.command()
 @click.option("--preset", default="small", show_default=True, help="Preset name (`electra-bench presets`).")
-@click.option("--objective", type=click.Choice(OBJECTIVES), default="rtd", show_default=True,
-              help="mlm: BERT's masked LM; rtd: ELECTRA's replaced-token detection.")
+@click.option("--objective", type=click.Choice(ALL_OBJECTIVES), default="rtd", show_default=True,
+              help=OBJECTIVE_HELP)
 @click.option("--convention", type=click.Choice(FLOP_CONVENTIONS), default="measured", show_default=True,
               help=CONVENTION_HELP)
 @override_options
@@ -171,7 +195,7 @@ def flops(preset, objective, convention, overrides, as_json):
 
     p = resolve(preset, overrides).for_objective(objective)
     sf = step_flops(p, objective, convention)
-    steps = p.steps[objective]
+    steps = p.full_steps(objective)
     result = {
         "preset": p.name, "objective": objective, "convention": convention,
         "batch_size": p.batch_size, "seq_len": p.seq_len, "generator_hidden": p.generator.hidden_size,
@@ -194,12 +218,18 @@ def flops(preset, objective, convention, overrides, as_json):
               help="Vocabulary size (bits per MLM target).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (stable snake_case keys).")
 def signal(seq_len, mask_prob, vocab_size, as_json):
-    """Learning signal per sequence: positions with gradient and bits of target, MLM vs RTD."""
-    from .learning_signal import learning_signal
+    """Learning signal per sequence: positions with gradient and bits of target, MLM vs RTD; then every
+    objective, by the formula and as measured on the objective modules on a batch."""
+    from .learning_signal import learning_signal, objective_signal, signal_table
     from .reporting.tables import key_value_table
 
     s = learning_signal(seq_len, mask_prob, vocab_size)
-    _emit_json(s) if as_json else out.print(key_value_table("learning signal per sequence", s))
+    rows = objective_signal(seq_len, mask_prob, vocab_size)
+    if as_json:
+        _emit_json({**s, "objectives": rows})
+    else:
+        out.print(key_value_table("learning signal per sequence", s))
+        out.print(signal_table(rows, seq_len))
 
 
 def train_options(fn):
@@ -225,8 +255,7 @@ def train_options(fn):
 
 @main.command()
 @train_options
-@click.option("--objective", type=click.Choice(OBJECTIVES), required=True,
-              help="mlm: BERT's masked LM; rtd: ELECTRA's replaced-token detection.")
+@click.option("--objective", type=click.Choice(ALL_OBJECTIVES), required=True, help=OBJECTIVE_HELP)
 @click.option("--out", "out_dir", default=None, help="Run directory (default results/pretrain-<preset>-<objective>-<budget>).")
 @click.option("--resume/--no-resume", default=True, show_default=True,
               help="Continue a run found in --out (--no-resume: refuse to touch it).")
@@ -325,14 +354,57 @@ def compare(preset, budget, quick, long_mode, convention, corpus, source, tasks,
 
 
 @main.command()
+@click.option("--preset", default=None, help="Default: tiny (the embedded CPU default).")
+@click.option("--budget", default=None, help="Per-objective budget (default: the preset's tuned default).")
+@click.option("--objectives", default=None,
+              help="Comma-separated objectives (default: Table 5's five: rtd, alltokens-mlm, replace-mlm, rtd-15, mlm).")
+@click.option("--quick", is_flag=True, help="compare --quick's budget and probes (for CI).")
+@click.option("--convention", type=click.Choice(FLOP_CONVENTIONS), default="measured", show_default=True,
+              help=CONVENTION_HELP)
+@click.option("--corpus", default=None,
+              help="Pre-training text: a file, directory, glob or hf:NAME (default: the embedded suite's corpus).")
+@click.option("--data", "source", default=None, help="Downstream tasks (default: embedded suite).")
+@click.option("--tasks", default=None, help="Comma-separated task names (default: all of --data).")
+@click.option("--seeds", type=POSITIVE_INT, default=None, help="Evaluation seeds per checkpoint and task.")
+@click.option("--pretrain-seeds", type=POSITIVE_INT, default=None, help="Pre-training runs per objective (default 1).")
+@click.option("--protocol", type=click.Choice(PROTOCOLS), default=None,
+              help=PROTOCOL_HELP + " Default: probe on the CPU default, finetune with --preset.")
+@click.option("--results", "root", default="results", show_default=True, help="Where run directories go.")
+@click.option("--run-id", default=None, help="Default: derived from the config, so a rerun resumes.")
+@click.option("--device", default="auto", show_default=True, help=DEVICE_HELP)
+@click.option("--jobs", type=POSITIVE_INT, default=None, help="Worker processes (default: one per core, at most one per run).")
+@click.option("--threads", type=POSITIVE_INT, default=None, help="Threads per worker (default: cores / jobs).")
+@click.option("--quiet", is_flag=True, help="No progress output.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (stable snake_case keys).")
+@override_options
+def ablate(preset, budget, objectives, quick, convention, corpus, source, tasks, seeds, pretrain_seeds, protocol, root,
+           run_id, device, jobs, threads, quiet, as_json, overrides):
+    """The paper's efficiency analysis (Table 5): every objective to one budget, final checkpoints scored."""
+    from .experiments.ablate import resolve_spec, run_ablate
+
+    spec = resolve_spec(objectives=[o.strip() for o in objectives.split(",") if o.strip()] if objectives else None,
+                        preset=preset, budget=budget, quick=quick, convention=convention, corpus=corpus,
+                        source=source, tasks=tasks.split(",") if tasks else None, seeds=seeds, protocol=protocol,
+                        device=device, pretrain_seeds=pretrain_seeds, jobs=jobs, threads=threads,
+                        overrides=overrides)
+    result, rendered = run_ablate(spec, root, run_id, quiet=quiet or as_json)
+    _emit_json(result) if as_json else click.echo(rendered)
+
+
+@main.command()
 @click.argument("runs", nargs=-1, required=True)
 @click.option("--format", "fmt", type=click.Choice(["table", "md", "csv", "latex"]), default="table", show_default=True,
               help="Terminal table, Markdown, CSV or LaTeX.")
 def report(runs, fmt):
     """Paper-style table and headline for one or more runs."""
+    from .layout import RunLayout
     from .reporting.report import render
     from .reporting.results import load_run
 
+    for r in runs:  # reporting/ summarises mlm vs rtd; an ablation run carries its own table
+        if RunLayout(r).ablation.is_file():
+            raise BenchError(f"{r} is an ablation run: its Table 5 is {RunLayout(r).report_txt} "
+                             f"(and ablation.json, report.md); `report` reads compare runs")
     click.echo(render([load_run(r) for r in runs], fmt))
 
 

@@ -14,6 +14,9 @@ A compare run (`results/<run-id>/`, reporting/results.py):
     config.json  provenance.json  history.jsonl  scores.jsonl  summary.json  report.md  report.txt
     plots/  .lock
     pretrain/<objective>/seed-<k>/   a pre-training run as above
+
+An ablation run (`electra-bench ablate`, experiments/ablate.py) has the same layout with
+`ablation.json` (its Table 5) in place of summary.json and plots/.
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ class RunLayout:
     report_txt = property(lambda self: self.root / "report.txt")
     scores = property(lambda self: self.root / "scores.jsonl")
     summary = property(lambda self: self.root / "summary.json")
+    ablation = property(lambda self: self.root / "ablation.json")  # an ablation run's table
     plots = property(lambda self: self.root / "plots")
     lock = property(lambda self: self.root / ".lock")
 

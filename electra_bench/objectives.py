@@ -17,8 +17,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import special_tokens
-from .choices import OBJECTIVES, require
-from .model import DiscriminatorHead, Encoder, EncoderConfig, MaskedLMHead, count_parameters
+from .choices import ALL_OBJECTIVES, EMBEDDING_SHARING, require
+from .errors import BenchError
+from .model import DiscriminatorHead, Encoder, EncoderConfig, MaskedLMHead, count_parameters, init_weights
 from .special_tokens import SpecialIds
 
 Batch = dict[str, torch.Tensor]
@@ -133,8 +134,12 @@ class ReplacedTokenDetection(nn.Module):
     gumbel-max, no gradient through the sample); the discriminator labels every real token replaced or
     original (a sample equal to the original counts as original). loss = MLM(gen) + disc_weight x BCE(disc).
 
-    The official code's knobs: `temperature` (sampling from softmax(logits / temperature)) and
-    `disallow_correct` (the sample is never the original token, so every masked position is replaced).
+    The official code's knobs: `temperature` (sampling from softmax(logits / temperature)),
+    `disallow_correct` (the sample is never the original token, so every masked position is replaced),
+    `gen_weight` (the generator loss's weight), and the generator's make-up (`generator_modules`):
+    `uniform_generator`, `embedding_sharing` ("untied": the official untied_generator_embeddings;
+    "gdes": DeBERTaV3's gradient-disentangled sharing) and `untied_generator` (False: one transformer is
+    both generator and discriminator).
     """
 
     name = "rtd"
@@ -149,18 +154,25 @@ class ReplacedTokenDetection(nn.Module):
         disc_weight: float = 50.0,
         temperature: float = 1.0,
         disallow_correct: bool = False,
+        gen_weight: float = 1.0,
+        uniform_generator: bool = False,
+        embedding_sharing: str = "shared",
+        untied_generator: bool = True,
     ):
         super().__init__()
         self.special, self.mask_prob, self.max_predictions = special, mask_prob, max_predictions
         self.disc_weight, self.temperature, self.disallow_correct = disc_weight, temperature, disallow_correct
+        self.gen_weight = gen_weight
         self.discriminator = Encoder(disc_cfg)
-        self.generator = Encoder(gen_cfg, embeddings=self.discriminator.embeddings)  # shared embeddings
-        self.gen_head = MaskedLMHead(gen_cfg, self.discriminator.embeddings.word)
+        # by default a narrow generator sharing the discriminator's embeddings (built after it, as always)
+        self.generator, self.gen_head = generator_modules(self.discriminator, gen_cfg, embedding_sharing,
+                                                          uniform_generator, untied_generator)
         self.disc_head = DiscriminatorHead(disc_cfg)
 
     def backbone(self) -> Encoder:
-        """The discriminator is the model that is kept and fine-tuned."""
-        return self.discriminator
+        """The discriminator is the model that is kept and fine-tuned (under gdes, as a plain Encoder
+        with its embeddings merged: `kept_encoder`)."""
+        return kept_encoder(self.discriminator)
 
     def forward(self, batch: Batch, rng: torch.Generator | None = None) -> ObjectiveResult:
         ids, seg, att = batch["input_ids"], batch["segment_ids"], batch["attention_mask"]
@@ -185,7 +197,7 @@ class ReplacedTokenDetection(nn.Module):
         n_tok = tok_w.sum().clamp(min=1.0)
         bce = F.binary_cross_entropy_with_logits(disc_logits.float(), replaced, reduction="none")
         disc_loss = (bce * tok_w).sum() / n_tok
-        loss = gen_loss + self.disc_weight * disc_loss
+        loss = generator_term(gen_loss, self.gen_weight) + self.disc_weight * disc_loss
 
         with torch.no_grad():
             pred = (disc_logits > 0).float()
@@ -213,7 +225,8 @@ class ReplacedTokenDetection(nn.Module):
         """The generator's output starts at the unigram distribution and the discriminator at the
         expected replaced rate (bias = logit(mask_prob), output weights zero): a small-budget adaptation
         that skips learning what a constant already knows (docs/tuning.md)."""
-        self.gen_head.bias.copy_(unigram_log_probs)
+        if isinstance(self.gen_head, MaskedLMHead):  # a uniform generator has no output layer
+            self.gen_head.bias.copy_(unigram_log_probs)
         p = min(max(self.mask_prob, 1e-3), 1 - 1e-3)
         self.disc_head.out.weight.zero_()
         self.disc_head.out.bias.fill_(math.log(p / (1 - p)))
@@ -232,14 +245,23 @@ def sample_replacements(logits: torch.Tensor, originals: torch.Tensor, temperatu
     return g.add_(scaled).argmax(-1)
 
 
-def build(objective: str, preset, special: SpecialIds) -> MaskedLM | ReplacedTokenDetection:
-    """The objective module for a resolved `presets.Preset`."""
-    if require("objective", objective, OBJECTIVES) == "mlm":
+def build(objective: str, preset, special: SpecialIds) -> nn.Module:
+    """The objective module for a resolved `presets.Preset`: `mlm`, `rtd`, or one of the ELECTRA paper's
+    efficiency ablations (`rtd-15`, `replace-mlm`, `alltokens-mlm`; Table 5), all on the same encoder."""
+    objective = require("objective", objective, ALL_OBJECTIVES)
+    if objective == "mlm":
         return MaskedLM(preset.encoder, special, preset.mask_prob, preset.max_predictions)
-    return ReplacedTokenDetection(
-        preset.encoder, preset.generator, special, preset.mask_prob, preset.max_predictions, preset.disc_weight,
-        preset.rtd_temperature, preset.disallow_correct,
-    )
+    knobs = dict(gen_weight=preset.gen_weight, uniform_generator=preset.uniform_generator,
+                 embedding_sharing=preset.embedding_sharing, untied_generator=preset.untied_generator)
+    if objective in ("rtd", "rtd-15"):
+        cls = ReplacedTokenDetection if objective == "rtd" else ElectraOnMasked
+        return cls(
+            preset.encoder, preset.generator, special, preset.mask_prob, preset.max_predictions, preset.disc_weight,
+            preset.rtd_temperature, preset.disallow_correct, **knobs,
+        )
+    cls = ReplaceMLM if objective == "replace-mlm" else AllTokensMLM
+    return cls(preset.encoder, preset.generator, special, preset.mask_prob, preset.max_predictions,
+               preset.rtd_temperature, preset.disallow_correct, **knobs)
 
 
 def initial_encoder(encoder_cfg: EncoderConfig, seed: int) -> Encoder:
@@ -261,5 +283,364 @@ def parameter_counts(p) -> dict[str, int]:
         "encoder": count_parameters(mlm.backbone()),
         "mlm_total": count_parameters(mlm),
         "rtd_total": count_parameters(rtd),
-        "generator": count_parameters(rtd.generator) - count_parameters(rtd.discriminator.embeddings),
+        "generator": generator_parameters(rtd),
     }
+
+
+def generator_parameters(m: nn.Module) -> int:
+    """Parameters of an objective's generator Encoder that the kept encoder does not also use (shared
+    embeddings are the kept model's; a uniform generator, or one that IS the discriminator, has none)."""
+    kept_module = m.discriminator if hasattr(m, "discriminator") else m.encoder
+    kept = {id(q) for q in kept_module.parameters()}
+    if isinstance(kept_module.embeddings, GradientDisentangledEmbeddings):  # read by the kept model too
+        kept |= {id(q) for q in kept_module.embeddings.shared.parameters()}
+    return sum(q.numel() for q in {id(q): q for q in m.generator.parameters()}.values() if id(q) not in kept)
+
+
+# ---- the ELECTRA paper's efficiency ablations (Clark et al. 2020, section 3.2 and Table 5) ---------------
+#
+# Each separates one of the two things RTD changes against BERT: the pre-train/fine-tune mismatch of
+# [MASK] tokens, and learning from every position instead of the 15% that were masked.
+#
+#   rtd-15         ELECTRA 15%: RTD with the discriminator's loss only on the masked positions.
+#   replace-mlm    MLM whose masked positions hold generator samples instead of [MASK].
+#   alltokens-mlm  Replace MLM that predicts the identity of EVERY token, with a copy mechanism.
+#
+# All three use RTD's generator recipe (mask 15%, [MASK] in 85% of them, the generator predicts them,
+# replacements sampled from its softmax without gradient) and keep the encoder that `initial_encoder`
+# builds: it is constructed first, so under one seed every objective starts from the same weights.
+
+
+@dataclass
+class GeneratorCorruption:
+    """One batch after the generator step of the RTD family."""
+
+    positions: torch.Tensor  # (B, P) masked positions
+    weights: torch.Tensor  # (B, P) 1 on the real ones
+    labels: torch.Tensor  # (B, P) the original tokens there
+    gen_logits: torch.Tensor  # (B, P, V) the generator's
+    gen_loss: torch.Tensor  # scalar, MLM loss of the generator (with gradient)
+    gen_acc: torch.Tensor  # scalar, detached
+    corrupted: torch.Tensor  # (B, T) the input with the samples written at the masked positions
+    replaced: torch.Tensor  # (B, T) float, 1 where the sample differs from the original
+
+
+def generator_corruption(
+    m: nn.Module, ids: torch.Tensor, seg: torch.Tensor, att: torch.Tensor, rng: torch.Generator | None,
+    vocab_size: int, forbid: tuple[int, ...] = (),
+) -> GeneratorCorruption:
+    """The generator step, with exactly `ReplacedTokenDetection.forward`'s ops and random draws (so
+    rtd-15 sees the very inputs rtd sees under one seed; tests/test_ablations.py checks it). `m` holds
+    special, mask_prob, max_predictions, temperature, disallow_correct, generator and gen_head.
+    `forbid`: token ids never sampled (Replace/All-Tokens MLM forbid [MASK], so their model never
+    sees it, which is what those ablations test)."""
+    positions, weights = choose_positions(ids, att, m.special, m.mask_prob, m.max_predictions, rng)
+    labels = torch.gather(ids, 1, positions)  # (B, P)
+    gen_in = corrupt(ids, positions, weights, m.special, vocab_size, 0.85, 0.0, rng)
+    gen_hidden = m.generator(gen_in, seg, att)  # (B, T, Hg)
+    gen_logits = m.gen_head(gen_hidden, positions)  # (B, P, V)
+    gen_loss, gen_acc = _weighted_mlm(gen_logits, labels, weights)
+    with torch.no_grad():
+        logits = gen_logits.detach()
+        if forbid:
+            logits = logits.index_fill(-1, torch.tensor(forbid, device=logits.device), float("-inf"))
+        sampled = sample_replacements(logits, labels, m.temperature, m.disallow_correct, rng)
+        sampled = torch.where(weights > 0, sampled, labels)  # (B, P)
+        corrupted = ids.scatter(1, positions, sampled)  # (B, T)
+        replaced = (corrupted != ids).float()  # (B, T); a correct sample counts as original
+    return GeneratorCorruption(positions, weights, labels, gen_logits, gen_loss, gen_acc.detach(), corrupted, replaced)
+
+
+def masked_token_mask(corruption: GeneratorCorruption, like: torch.Tensor) -> torch.Tensor:
+    """(B, T) float: 1 at the real masked positions, 0 elsewhere (positions are distinct per row)."""
+    return torch.zeros(like.shape, device=like.device).scatter(1, corruption.positions, corruption.weights)
+
+
+def _logit(p: float) -> float:
+    p = min(max(p, 1e-3), 1 - 1e-3)
+    return math.log(p / (1 - p))
+
+
+class ElectraOnMasked(ReplacedTokenDetection):
+    """ELECTRA 15% (`rtd-15`): RTD whose discriminator loss is summed over the masked positions only
+    (paper: "the sum in the discriminator loss is over i in m instead of from 1 to n"). The model, its
+    initialisation and every random draw are RTD's; only which positions carry loss differs.
+    loss = gen_weight x MLM(gen) + disc_weight x BCE(disc) averaged over the masked positions."""
+
+    name = "rtd-15"
+
+    def forward(self, batch: Batch, rng: torch.Generator | None = None) -> ObjectiveResult:
+        ids, seg, att = batch["input_ids"], batch["segment_ids"], batch["attention_mask"]
+        c = generator_corruption(self, ids, seg, att, rng, self.discriminator.cfg.vocab_size)
+        disc_logits = self.disc_head(self.discriminator(c.corrupted, seg, att))  # (B, T)
+        loss_w = masked_token_mask(c, disc_logits)  # (B, T): the loss positions
+        n_loss = loss_w.sum().clamp(min=1.0)
+        bce = F.binary_cross_entropy_with_logits(disc_logits.float(), c.replaced, reduction="none")
+        disc_loss = (bce * loss_w).sum() / n_loss
+        loss = generator_term(c.gen_loss, self.gen_weight) + self.disc_weight * disc_loss
+        with torch.no_grad():
+            tok_w = att.float()
+            pred = (disc_logits > 0).float()
+            disc_acc = ((pred == c.replaced).float() * loss_w).sum() / n_loss
+            n_rep = (c.replaced * loss_w).sum()
+            disc_recall = (pred * c.replaced * loss_w).sum() / n_rep.clamp(min=1.0)
+            replaced_frac = (c.replaced * tok_w).sum() / tok_w.sum().clamp(min=1.0)
+        # the diagnostics' token_mask is where the discriminator is trained: the masked positions
+        extras = {"mlm_logits": c.gen_logits.detach(), "mlm_labels": c.labels, "mlm_weights": c.weights,
+                  "disc_logits": disc_logits.detach(), "replaced": c.replaced, "token_mask": loss_w}
+        metrics = {"gen_loss": c.gen_loss.detach(), "gen_acc": c.gen_acc, "disc_loss": disc_loss.detach(),
+                   "disc_acc": disc_acc, "disc_recall": disc_recall, "replaced_frac": replaced_frac}
+        return ObjectiveResult(loss, metrics, extras)
+
+    @torch.no_grad()
+    def init_output_priors(self, unigram_log_probs: torch.Tensor) -> None:
+        """As RTD, except the discriminator starts at even odds: its loss positions are the masked ones,
+        where the replaced rate runs from ~1 (untrained generator) down as the generator learns."""
+        super().init_output_priors(unigram_log_probs)
+        self.disc_head.out.bias.zero_()
+
+
+class ReplaceMLM(nn.Module):
+    """Replace MLM (`replace-mlm`): BERT's MLM on the masked positions, but their input holds samples of
+    RTD's generator instead of [MASK] (never [MASK] itself), so the model never sees [MASK]; it still
+    learns from the masked positions only. loss = gen_weight x MLM(gen) + MLM(model)."""
+
+    name = "replace-mlm"
+
+    def __init__(self, cfg: EncoderConfig, gen_cfg: EncoderConfig, special: SpecialIds, mask_prob: float,
+                 max_predictions: int, temperature: float = 1.0, disallow_correct: bool = False,
+                 gen_weight: float = 1.0, uniform_generator: bool = False, embedding_sharing: str = "shared",
+                 untied_generator: bool = True):
+        super().__init__()
+        self.special, self.mask_prob, self.max_predictions = special, mask_prob, max_predictions
+        self.temperature, self.disallow_correct, self.gen_weight = temperature, disallow_correct, gen_weight
+        if embedding_sharing == "gdes":  # its MLM head is tied to the kept model's word embeddings
+            raise BenchError(f"embedding sharing 'gdes' is defined for a discriminator (rtd, rtd-15), not for "
+                             f"{self.name}, whose MLM output is tied to its input embeddings")
+        self.encoder = Encoder(cfg)  # the kept model: first, so it is `initial_encoder`'s
+        self.generator, self.gen_head = generator_modules(self.encoder, gen_cfg, embedding_sharing,
+                                                          uniform_generator, untied_generator)  # as RTD's
+        self.head = MaskedLMHead(cfg, self.encoder.embeddings.word)
+
+    def backbone(self) -> Encoder:
+        return self.encoder
+
+    def forward(self, batch: Batch, rng: torch.Generator | None = None) -> ObjectiveResult:
+        ids, seg, att = batch["input_ids"], batch["segment_ids"], batch["attention_mask"]
+        c = generator_corruption(self, ids, seg, att, rng, self.encoder.cfg.vocab_size, forbid=(self.special.mask,))
+        logits = self.head(self.encoder(c.corrupted, seg, att), c.positions)  # (B, P, V)
+        mlm_loss, mlm_acc = _weighted_mlm(logits, c.labels, c.weights)
+        loss = generator_term(c.gen_loss, self.gen_weight) + mlm_loss
+        with torch.no_grad():
+            tok_w = att.float()
+            replaced_frac = (c.replaced * tok_w).sum() / tok_w.sum().clamp(min=1.0)
+        extras = {"mlm_logits": logits.detach(), "mlm_labels": c.labels, "mlm_weights": c.weights}
+        metrics = {"gen_loss": c.gen_loss.detach(), "gen_acc": c.gen_acc, "mlm_loss": mlm_loss.detach(),
+                   "mlm_acc": mlm_acc.detach(), "replaced_frac": replaced_frac}
+        return ObjectiveResult(loss, metrics, extras)
+
+    @torch.no_grad()
+    def init_output_priors(self, unigram_log_probs: torch.Tensor) -> None:
+        """Both MLM outputs start at the unigram distribution (as MLM's and RTD's generator's)."""
+        if isinstance(self.gen_head, MaskedLMHead):
+            self.gen_head.bias.copy_(unigram_log_probs)
+        self.head.bias.copy_(unigram_log_probs)
+
+
+class AllTokensMLM(ReplaceMLM):
+    """All-Tokens MLM (`alltokens-mlm`): Replace MLM's input, but the model predicts the identity of
+    every real token, through the paper's copy mechanism: a sigmoid layer gives a copy probability D
+    per token, and the output distribution is D on the input token plus (1 - D) x the MLM softmax.
+    loss = gen_weight x MLM(gen) + mean over real tokens of -log p(original token)."""
+
+    name = "alltokens-mlm"
+
+    def __init__(self, cfg: EncoderConfig, gen_cfg: EncoderConfig, special: SpecialIds, mask_prob: float,
+                 max_predictions: int, temperature: float = 1.0, disallow_correct: bool = False, **knobs):
+        super().__init__(cfg, gen_cfg, special, mask_prob, max_predictions, temperature, disallow_correct, **knobs)
+        self.copy_head = nn.Linear(cfg.hidden_size, 1)  # the copy probability D = sigmoid(copy_head(h))
+        init_weights(self.copy_head)
+
+    def outputs(self, input_ids: torch.Tensor, segment_ids: torch.Tensor, attention_mask: torch.Tensor):
+        """The MLM logits (B, T, V) at every position and the copy logit (B, T), for this input."""
+        hidden = self.encoder(input_ids, segment_ids, attention_mask)  # (B, T, H)
+        B, T = input_ids.shape
+        everywhere = torch.arange(T, device=input_ids.device).expand(B, T)
+        return self.head(hidden, everywhere), self.copy_head(hidden).squeeze(-1)
+
+    @staticmethod
+    def log_distribution(logits: torch.Tensor, copy_logit: torch.Tensor, input_ids: torch.Tensor) -> torch.Tensor:
+        """log of the output distribution D x onehot(input) + (1 - D) x softmax(logits): (.., V)."""
+        mlm = F.logsigmoid(-copy_logit.float())[..., None] + F.log_softmax(logits.float(), -1)
+        copy = torch.full_like(mlm, float("-inf")).scatter(-1, input_ids[..., None], F.logsigmoid(copy_logit.float())[..., None])
+        return torch.logaddexp(mlm, copy)
+
+    def forward(self, batch: Batch, rng: torch.Generator | None = None) -> ObjectiveResult:
+        ids, seg, att = batch["input_ids"], batch["segment_ids"], batch["attention_mask"]
+        c = generator_corruption(self, ids, seg, att, rng, self.encoder.cfg.vocab_size, forbid=(self.special.mask,))
+        x = c.corrupted
+        logits, copy_logit = self.outputs(x, seg, att)  # (B, T, V), (B, T)
+        B, T, V = logits.shape
+        # log p(original) = log(D [input == original] + (1 - D) softmax(original)), in log space
+        log_mlm = -F.cross_entropy(logits.flatten(0, 1).float(), ids.flatten(), reduction="none").view(B, T)
+        log_keep, log_copy = F.logsigmoid(-copy_logit.float()), F.logsigmoid(copy_logit.float())
+        from_mlm = log_keep + log_mlm
+        log_p = torch.where(x == ids, torch.logaddexp(log_copy, from_mlm), from_mlm)  # (B, T)
+        tok_w = att.float()
+        n_tok = tok_w.sum().clamp(min=1.0)
+        mlm_loss = -(log_p * tok_w).sum() / n_tok
+        loss = generator_term(c.gen_loss, self.gen_weight) + mlm_loss
+        with torch.no_grad():
+            # the mixture's argmax is the input token or the softmax's top token; all from (B, T) gathers
+            top = logits.argmax(-1)
+            lse = logits.gather(-1, ids[..., None]).squeeze(-1).float() - log_mlm  # log-sum-exp of the logits
+            p_in = (logits.gather(-1, x[..., None]).squeeze(-1).float() - lse).exp()
+            p_top = (logits.gather(-1, top[..., None]).squeeze(-1).float() - lse).exp()
+            d = torch.sigmoid(copy_logit.float())
+            pred = torch.where(d + (1 - d) * p_in >= (1 - d) * p_top, x, top)
+            hit = (pred == ids).float()
+            rep_w = c.replaced * tok_w
+            n_rep = rep_w.sum().clamp(min=1.0)
+            kept_w = tok_w - rep_w
+            metrics = {
+                "gen_loss": c.gen_loss.detach(), "gen_acc": c.gen_acc, "mlm_loss": mlm_loss.detach(),
+                "mlm_acc": (hit * tok_w).sum() / n_tok,
+                "replaced_loss": -(log_p * rep_w).sum() / n_rep, "replaced_acc": (hit * rep_w).sum() / n_rep,
+                "copy_prob_replaced": (d * rep_w).sum() / n_rep,
+                "copy_prob_original": (d * kept_w).sum() / kept_w.sum().clamp(min=1.0),
+                "replaced_frac": rep_w.sum() / n_tok,
+            }
+            # the diagnostics' MLM view: the model's whole output distribution at the masked positions
+            at = c.positions
+            masked_logp = self.log_distribution(
+                logits.gather(1, at[..., None].expand(B, at.shape[1], V)), copy_logit.gather(1, at),
+                x.gather(1, at))  # (B, P, V)
+        extras = {"mlm_logits": masked_logp, "mlm_labels": c.labels, "mlm_weights": c.weights,
+                  "copy_prob": d, "token_mask": tok_w}
+        return ObjectiveResult(loss, metrics, extras)
+
+    @torch.no_grad()
+    def init_output_priors(self, unigram_log_probs: torch.Tensor) -> None:
+        """Both MLM outputs at the unigram distribution; the copy head at the rate at which the input is
+        the original (about 1 - mask_prob), weights zero."""
+        super().init_output_priors(unigram_log_probs)
+        self.copy_head.weight.zero_()
+        self.copy_head.bias.fill_(_logit(1 - self.mask_prob))
+
+
+# ---- the generator's make-up: the official code's knobs -------------------------------------------------
+
+
+def generator_term(gen_loss: torch.Tensor, gen_weight: float) -> torch.Tensor:
+    """gen_weight x the generator's loss (the official `gen_weight`). At the default 1 it is the loss
+    itself, not a multiply: the traced step, and so its measured FLOPs and the run's identity, stay
+    those of the objective before the knob existed."""
+    return gen_loss if gen_weight == 1.0 else gen_weight * gen_loss
+
+
+class UniformGenerator(nn.Module):
+    """The official `uniform_generator`: no model at all. It 'encodes' nothing (returns its input ids)
+    and `UniformHead` gives logits 0 over the vocabulary, so replacements are uniform over V (special
+    tokens included, as the official code) and the generator loss is the constant log V."""
+
+    def forward(self, input_ids: torch.Tensor, segment_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        return input_ids
+
+
+class UniformHead(nn.Module):
+    def __init__(self, vocab_size: int):
+        super().__init__()
+        self.vocab_size = vocab_size
+
+    def forward(self, hidden: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        return torch.zeros(*positions.shape, self.vocab_size, device=positions.device)  # (B, P, V)
+
+
+def generator_modules(kept: Encoder, gen_cfg: EncoderConfig, embedding_sharing: str = "shared",
+                      uniform: bool = False, untied: bool = True) -> tuple[nn.Module, nn.Module]:
+    """(generator, gen_head) for the RTD family, built after the kept encoder `kept`:
+
+    - default: a separate (narrow) Encoder sharing `kept`'s whole embedding module, its MLM head tied to
+      the shared word embeddings (the official code, and the paper's best setting);
+    - `embedding_sharing="untied"` (official untied_generator_embeddings): the generator has its own
+      embeddings (of its hidden size, as the official code makes them) and its head is tied to those;
+    - `untied=False` (official untied_generator=False): `kept` itself is the generator, every weight
+      shared (the paper's "tying all weights"; the generator then has the discriminator's size);
+    - `embedding_sharing="gdes"` (DeBERTaV3): as the default, then `kept` reads the shared embeddings
+      through `GradientDisentangledEmbeddings`, so only the generator's loss trains the shared tables;
+    - `uniform=True` (official uniform_generator): `UniformGenerator`/`UniformHead`, no parameters.
+    """
+    require("embedding sharing", embedding_sharing, EMBEDDING_SHARING)
+    if uniform:
+        return UniformGenerator(), UniformHead(kept.cfg.vocab_size)
+    if not untied:
+        if embedding_sharing != "shared":
+            raise BenchError(f"a generator that is the discriminator (untied_generator off) shares every weight: "
+                             f"embedding sharing '{embedding_sharing}' does not apply")
+        return kept, MaskedLMHead(kept.cfg, kept.embeddings.word)
+    if embedding_sharing == "untied":
+        generator = Encoder(gen_cfg)
+        return generator, MaskedLMHead(gen_cfg, generator.embeddings.word)
+    generator = Encoder(gen_cfg, embeddings=kept.embeddings)
+    head = MaskedLMHead(gen_cfg, kept.embeddings.word)
+    if embedding_sharing == "gdes":
+        kept.embeddings = GradientDisentangledEmbeddings(kept.embeddings)  # the generator keeps the tables
+    return generator, head
+
+
+class GradientDisentangledEmbeddings(nn.Module):
+    """DeBERTaV3's gradient-disentangled embedding sharing (He et al. 2021, "GDES"), on our embedding
+    module: the discriminator embeds with the generator's tables under stop-gradient plus its own
+    word-embedding residual E_delta, initialised to zero (E_D = sg(E_G) + E_delta), and its own layer
+    norm (initialised as the shared one is). So the discriminator's loss sends no gradient into the
+    shared tables (the generator's MLM loss alone trains them: no tug-of-war between the two losses),
+    while the discriminator still adapts its word embeddings through E_delta. At initialisation it
+    computes exactly what the shared module computes.
+
+    The shared module is the generator's (a submodule there), held here unregistered: the
+    discriminator reads it and does not own it."""
+
+    def __init__(self, shared: nn.Module):
+        super().__init__()
+        self._shared = (shared,)  # a tuple: not registered as a submodule
+        # E_delta (V, E), given its zeros: nn.Embedding would otherwise draw a random init, and the
+        # modules built after this one would no longer start where they do under "shared"
+        self.residual = nn.Embedding(*shared.word.weight.shape, _weight=torch.zeros(shared.word.weight.shape))
+        self.norm = nn.LayerNorm(shared.norm.normalized_shape, eps=shared.norm.eps)
+        init_weights(self.norm)
+        self.dropout = nn.Dropout(shared.dropout.p)
+
+    @property
+    def shared(self) -> nn.Module:
+        return self._shared[0]
+
+    def forward(self, input_ids: torch.Tensor, segment_ids: torch.Tensor) -> torch.Tensor:
+        s = self.shared
+        pos = torch.arange(input_ids.shape[1], device=input_ids.device)
+        word = F.embedding(input_ids, s.word.weight.detach()) + self.residual(input_ids)  # (B, T, E)
+        x = word + F.embedding(pos, s.position.weight.detach())[None] + F.embedding(segment_ids, s.segment.weight.detach())
+        return self.dropout(self.norm(x))
+
+    @torch.no_grad()
+    def merged_state(self) -> dict[str, torch.Tensor]:
+        """The state of a plain embedding module that computes what this one does (in eval)."""
+        state = {k: v.detach().clone() for k, v in self.shared.state_dict().items()}
+        state["word.weight"] = self.shared.word.weight.detach() + self.residual.weight.detach()
+        state.update({f"norm.{k}": v.detach().clone() for k, v in self.norm.state_dict().items()})
+        return state
+
+
+def kept_encoder(encoder: Encoder) -> Encoder:
+    """`encoder` itself, or, when it reads gradient-disentangled embeddings, a plain Encoder with the
+    same weights and sg(E_G) + E_delta merged into its word table: what a checkpoint stores and
+    fine-tuning loads (a copy without gradient path; built on the meta device, so no random draw)."""
+    emb = encoder.embeddings
+    if not isinstance(emb, GradientDisentangledEmbeddings):
+        return encoder
+    with torch.device("meta"):
+        plain = Encoder(encoder.cfg)
+    plain = plain.to_empty(device=emb.residual.weight.device)
+    state = {k: v for k, v in encoder.state_dict().items() if not k.startswith("embeddings.")}
+    state.update({f"embeddings.{k}": v for k, v in emb.merged_state().items()})
+    plain.load_state_dict(state)
+    return plain.train(encoder.training)

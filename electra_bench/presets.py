@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .choices import OBJECTIVES
+from .choices import EMBEDDING_SHARING, OBJECTIVES, require
 from .errors import BenchError
 from .model import EncoderConfig, generator_config
 
@@ -35,6 +35,14 @@ class Preset:
     disc_weight: float = 50.0  # ELECTRA's lambda
     rtd_temperature: float = 1.0  # the generator is sampled from softmax(logits / T) (official `temperature`)
     disallow_correct: bool = False  # the official option: a sample never equals the original token
+    # The official code's other generator knobs (configure_pretraining.py), for every objective with a
+    # generator (rtd and the Table 5 ablations); the defaults are the paper's ELECTRA:
+    gen_weight: float = 1.0  # the generator (MLM) loss's weight (official `gen_weight`)
+    generator_layers: float = 1.0  # generator depth: a fraction of the discriminator's (or absolute when > 1)
+    uniform_generator: bool = False  # replacements uniform over the vocabulary, no generator model
+    embedding_sharing: str = "shared"  # choices.EMBEDDING_SHARING; "untied": official untied_generator_embeddings
+    untied_generator: bool = True  # False: one transformer is generator and discriminator (all weights tied)
+    warmup_steps: int | None = None  # the official num_warmup_steps; when set, it replaces warmup_fraction
     # Ours, for tiny budgets: output layers start at what a constant predictor knows (MLM/generator
     # bias = log unigram frequency; discriminator at the replaced rate). Off for the paper's presets.
     output_prior_init: bool = False
@@ -56,9 +64,33 @@ class Preset:
         changes = self.objective_overrides.get(objective)
         return dataclasses.replace(self, **changes, objective_overrides={}) if changes else self
 
+    def full_steps(self, objective: str) -> int:
+        """The paper's full schedule for `objective`: its own entry in `steps`, else ELECTRA's (the
+        Table 5 ablations all run RTD's generator and were trained as ELECTRA was)."""
+        return self.steps.get(objective, self.steps["rtd"])
+
+    def warmup_for(self, total_steps: int) -> float:
+        """The warm-up as a fraction of a run of `total_steps`: `warmup_steps` when set, else
+        `warmup_fraction` (training/optim.lr_at)."""
+        if self.warmup_steps is None:
+            return self.warmup_fraction
+        return self.warmup_steps / max(1, total_steps)
+
     @property
     def generator(self) -> EncoderConfig:
-        return generator_config(self.encoder, self.generator_size)
+        """The generator's shape: `generator_size` wide, `generator_layers` deep; its own embeddings
+        (embedding_sharing "untied") are of its hidden size, as the official code makes them; with
+        `untied_generator` off it is the discriminator itself."""
+        if not self.untied_generator:
+            return self.encoder
+        cfg = generator_config(self.encoder, self.generator_size)
+        changes: dict = {}
+        if self.generator_layers != 1.0:
+            L = self.generator_layers
+            changes["num_layers"] = int(L) if L > 1 else max(1, int(round(self.encoder.num_layers * L)))
+        if self.embedding_sharing == "untied":
+            changes["embedding_size"] = cfg.hidden_size
+        return dataclasses.replace(cfg, **changes) if changes else cfg
 
     @property
     def max_predictions(self) -> int:
@@ -212,6 +244,15 @@ class Overrides:
     vocab_size: int | None = None
     rtd_temperature: float | None = None
     dropout: float | None = None
+    # the official generator knobs (Preset's fields of the same names)
+    gen_weight: float | None = None
+    disc_weight: float | None = None
+    generator_layers: float | None = None
+    uniform_generator: bool | None = None
+    embedding_sharing: str | None = None
+    untied_generator: bool | None = None
+    disallow_correct: bool | None = None
+    warmup_steps: int | None = None
 
 
 def resolve(name: str, ov: Overrides | None = None) -> Preset:
@@ -232,6 +273,19 @@ def resolve(name: str, ov: Overrides | None = None) -> Preset:
         raise BenchError(f"--dropout must be in [0, 1), got {ov.dropout}")
     if ov.mask_prob is not None and not 0 < ov.mask_prob < 1:
         raise BenchError(f"--mask-prob must be between 0 and 1, got {ov.mask_prob}")
+    for label, value in [("--gen-weight", ov.gen_weight), ("--disc-weight", ov.disc_weight),
+                         ("--warmup-steps", ov.warmup_steps)]:
+        if value is not None and not value >= 0:
+            raise BenchError(f"{label} must be >= 0, got {value}")
+    if ov.generator_layers is not None and not ov.generator_layers > 0:
+        raise BenchError(f"--generator-layers must be positive, got {ov.generator_layers}")
+    if ov.embedding_sharing is not None:
+        require("embedding sharing", ov.embedding_sharing, EMBEDDING_SHARING)
+    sharing = ov.embedding_sharing if ov.embedding_sharing is not None else p.embedding_sharing
+    untied = ov.untied_generator if ov.untied_generator is not None else p.untied_generator
+    if not untied and sharing != "shared":
+        raise BenchError(f"--tied-generator shares every weight, embeddings included: it excludes "
+                         f"--embedding-sharing {sharing}")
     enc = p.encoder
     if ov.vocab_size is not None:
         enc = dataclasses.replace(enc, vocab_size=ov.vocab_size)
@@ -242,7 +296,9 @@ def resolve(name: str, ov: Overrides | None = None) -> Preset:
     changes: dict = {"encoder": enc}
     if ov.steps is not None:
         changes["steps"] = {o: ov.steps for o in OBJECTIVES}
-    for attr in ("batch_size", "seq_len", "generator_size", "lr", "mask_prob", "rtd_temperature"):
+    for attr in ("batch_size", "seq_len", "generator_size", "lr", "mask_prob", "rtd_temperature", "gen_weight",
+                 "disc_weight", "generator_layers", "uniform_generator", "embedding_sharing", "untied_generator",
+                 "disallow_correct", "warmup_steps"):
         if getattr(ov, attr) is not None:
             changes[attr] = getattr(ov, attr)
     # a value given on the command line applies to both objectives, over their tuned values

@@ -1,6 +1,10 @@
 """`electra-bench compare`: both objectives, one budget, several pre-training seeds, every checkpoint
 scored, one report.
 
+The machinery is shared with other experiments (experiments/ablate.py): `CompareSpec` (whose
+`objectives` say what is trained), `experiment` (data, plans, the run directory and its provenance),
+`pretrain_phase`, `score_phase` and `record_invocation`; `run_compare` puts them together and reports.
+
 A run lives in results/<run-id>/ (layout.RunLayout; the store is reporting/results.py). Its id is derived from the resolved
 config, so running the same command again resumes the pre-training where it stopped and skips every
 (objective, pre-training seed, checkpoint, task, seed) score already stored.
@@ -27,19 +31,20 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 import torch
 from threadpoolctl import threadpool_limits
 
 from .. import atomic_io, presets
-from ..choices import OBJECTIVES, SCORED_OBJECTIVES
+from ..choices import ALL_OBJECTIVES, OBJECTIVES, require
 from ..data.suite import load_suite
 from ..data.task_sources import load_tasks
 from ..errors import BenchError
 from ..evaluation.scoring import recipe_for, score_encoder
 from ..objectives import initial_encoder, parameter_counts
 from ..reporting import plots, provenance, report
-from ..reporting.results import open_run
+from ..reporting.results import RunDir, open_run
 from ..reporting.summary import build_summary
 from ..training import checkpoint
 from ..training import run as runner
@@ -82,12 +87,13 @@ class CompareSpec:
     long: bool = False
     threads: int = 1
     overrides: tuple[tuple[str, object], ...] = ()  # preset fields changed on the command line
+    objectives: tuple[str, ...] = OBJECTIVES  # what is pre-trained and scored (with the untrained encoder)
     device: str = field(default="auto", compare=False)
     jobs: int = field(default=1, compare=False)
 
     @classmethod
     def resolve(cls, *, preset, budget, quick, convention, corpus, source, tasks, seeds, protocol, device,
-                pretrain_seeds=None, jobs=None, threads=None, overrides=None, long=False):
+                pretrain_seeds=None, jobs=None, threads=None, overrides=None, long=False, objectives=None):
         if quick and long:
             raise BenchError("--quick and --long exclude each other")
         base = CPU_QUICK if quick else CPU_LONG if long else CPU_DEFAULT
@@ -101,8 +107,13 @@ class CompareSpec:
                              ("--threads", threads)):
             if value is not None and value < 1:
                 raise BenchError(f"{label} must be at least 1, got {value}")
+        objectives = tuple(objectives) if objectives else OBJECTIVES
+        for o in objectives:
+            require("objective", o, ALL_OBJECTIVES)
+        if len(set(objectives)) != len(objectives):
+            raise BenchError(f"objectives named twice: {', '.join(objectives)}")
         n_pretrain = pretrain_seeds or (base["pretrain_seeds"] if not custom_preset else 1)
-        auto_jobs, auto_threads = default_parallelism(2 * n_pretrain)
+        auto_jobs, auto_threads = default_parallelism(len(objectives) * n_pretrain)
         if device not in ("auto", "cpu"):
             auto_jobs, auto_threads = 1, auto_threads * auto_jobs
         ov = tuple(sorted((k, v) for k, v in dataclasses.asdict(overrides).items()
@@ -124,6 +135,7 @@ class CompareSpec:
             long=long,
             threads=threads or auto_threads,
             overrides=ov,
+            objectives=objectives,
             device=device,
             jobs=jobs or auto_jobs,
         )
@@ -133,21 +145,26 @@ class CompareSpec:
         d.pop("device")
         d.pop("jobs")
         d["overrides"] = dict(self.overrides)
+        if self.objectives == OBJECTIVES:  # left out at the default: compare's run ids stay what they were
+            d.pop("objectives")
+        else:
+            d["objectives"] = list(self.objectives)
         return d
 
-    def run_id(self) -> str:
+    def run_id(self, kind: str = "compare") -> str:
         digest = hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:8]
         mode = "-quick" if self.quick else "-long" if self.long else ""
-        return f"compare-{self.preset}{mode}-{digest}"
+        return f"{kind}-{self.preset}{mode}-{digest}"
 
     def resolved_preset(self) -> presets.Preset:
         return presets.resolve(self.preset, presets.Overrides(**dict(self.overrides)))
 
 
-def _params(p) -> dict[str, int]:
-    """Parameters of the model that is kept (MLM's encoder / RTD's discriminator), as the paper reports."""
+def _params(p, objectives: tuple[str, ...] = OBJECTIVES) -> dict[str, int]:
+    """Parameters of the model that is kept (MLM's encoder / RTD's discriminator), as the paper reports:
+    the same encoder for every objective."""
     n = parameter_counts(p)["encoder"]
-    return {"mlm": n, "rtd": n, "init": n}
+    return {o: n for o in objectives + ("init",)}
 
 
 def _suite_name(spec: CompareSpec, tasks) -> str:
@@ -156,11 +173,12 @@ def _suite_name(spec: CompareSpec, tasks) -> str:
     return tasks[0].source if tasks else str(spec.source)
 
 
-def _prepare(spec: CompareSpec, quiet: bool = True):
-    """The preset and data every process of this run uses (data is packed once and cached)."""
+def prepare(spec: CompareSpec, quiet: bool = True):
+    """The preset and data every process of this run uses (data is packed once and cached), the budget
+    and each objective's plan."""
     data, p = runner.prepare_data(spec.resolved_preset(), spec.corpus, None, 0, quiet)
     budget = runner.resolve_budget(p, spec.budget, spec.convention)
-    plans = {o: runner.plan(p, o, budget, spec.convention) for o in OBJECTIVES}
+    plans = {o: runner.plan(p, o, budget, spec.convention) for o in spec.objectives}
     return data, p, budget, plans
 
 
@@ -181,7 +199,7 @@ def _threads(threads: int):
 def _pretrain_job(spec: CompareSpec, objective: str, seed: int, out_dir: str, quiet: bool) -> tuple[str, int, float]:
     """One pre-training run (in a worker process, or inline when jobs == 1)."""
     with _threads(spec.threads):
-        data, p, _, plans = _prepare(spec)
+        data, p, _, plans = prepare(spec)
         t = time.perf_counter()
         runner.run(p, plans[objective], data, out_dir, TrainOptions(seed=seed, device=spec.device, quiet=quiet))
         return objective, seed, time.perf_counter() - t
@@ -195,7 +213,7 @@ def _score_job(spec: CompareSpec, objective: str, pretrain_seed: int, points: li
 
 
 def _score_points(spec: CompareSpec, objective: str, pretrain_seed: int, points: list[tuple], todo: dict) -> list[dict]:
-    data, p, _, _ = _prepare(spec)
+    data, p, _, _ = prepare(spec)
     tasks = {t.spec.name: t for t in load_tasks(spec.source, list(spec.tasks) if spec.tasks else None)}
     recipe = recipe_for({"finetune_lr": p.finetune_lr, "layerwise_lr_decay": p.layerwise_lr_decay,
                          "seq_len": p.seq_len}, spec.protocol, probe_pool=spec.probe_pool,
@@ -216,7 +234,7 @@ def _score_points(spec: CompareSpec, objective: str, pretrain_seed: int, points:
     return rows
 
 
-def _run_jobs(jobs: int, calls: list[tuple], on_done, poll=None) -> None:
+def run_jobs(jobs: int, calls: list[tuple], on_done, poll=None) -> None:
     """Run (fn, *args) calls inline (jobs == 1) or in a spawn pool; `on_done(result)` in the parent, in
     submission order, as each finishes (so results are stored as they come); `poll()` about every
     second while waiting (progress)."""
@@ -265,14 +283,31 @@ class _PretrainMonitor:
                     row.get("flops", 0.0), budget, row.get("tokens_per_s", 0.0), row.get("mfu"), row))
 
 
-def run_compare(spec: CompareSpec, root: str | Path, run_id: str | None, quiet: bool = False):
-    run_id = run_id or spec.run_id()
-    timings: dict[str, float] = {}
+@dataclass
+class Experiment:
+    """An open experiment run: what `experiment` prepared, for the phases below."""
+
+    spec: CompareSpec
+    run: RunDir
+    tasks: list
+    data: object
+    preset: presets.Preset
+    budget: float
+    plans: dict
+    provenance: dict
+    t0: float
+    n_scores_before: int
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+@contextmanager
+def experiment(spec: CompareSpec, root: str | Path, run_id: str, quiet: bool = False) -> Iterator[Experiment]:
+    """Check everything that can fail on the user's input (data, budget, tasks, memory) before the run
+    directory exists, then open results/<run_id> (held while the block runs) with its provenance."""
     t0 = time.perf_counter()
-    # everything that can fail on the user's input (data, budget, tasks) before the run directory exists
     tasks = load_tasks(spec.source, list(spec.tasks) if spec.tasks else None)
-    runner.check_memory(spec.resolved_preset(), OBJECTIVES, spec.device, "auto")
-    data, p, budget, plans = _prepare(spec, quiet)
+    runner.check_memory(spec.resolved_preset(), spec.objectives, spec.device, "auto")
+    data, p, budget, plans = prepare(spec, quiet)
     note = runner.budget_note(p, budget, spec.convention)
     if note and not quiet:
         print(note, file=sys.stderr)
@@ -283,71 +318,96 @@ def run_compare(spec: CompareSpec, root: str | Path, run_id: str | None, quiet: 
             seeds={"pretrain": pretrain_seeds, "eval": seeds, "data_packing": 0},
             convention=spec.convention,
             data_hashes=data.hashes(),
-            extra={"preset": p.to_dict(), "params": _params(p), "suite": _suite_name(spec, tasks), "budget_flops": budget,
+            extra={"preset": p.to_dict(), "params": _params(p, spec.objectives), "suite": _suite_name(spec, tasks),
+                   "budget_flops": budget,
                    "plans": {o: pl.to_dict() for o, pl in plans.items()}, "parallelism": {"jobs": spec.jobs,
                    "threads": spec.threads}, "tasks": [t.spec.name for t in tasks],
                    "task_source": tasks[0].source if tasks else None},
         )
         if run.provenance() is None:  # a rerun keeps the provenance of the invocation that created the run
             run.write_provenance(provenance_info)
-        timings["prepare_s"] = time.perf_counter() - t0
-        started_utc = provenance_info["created_utc"]
-        n_scores_before = len(run.scores())
+        exp = Experiment(spec, run, tasks, data, p, budget, plans, provenance_info, t0, len(run.scores()))
+        exp.timings["prepare_s"] = time.perf_counter() - t0
+        yield exp
 
-        t = time.perf_counter()
-        calls = [(_pretrain_job, spec, o, s, str(run.layout.pretrain(o, s).root), quiet or spec.jobs > 1)
-                 for s in pretrain_seeds for o in plans]
-        monitor = _PretrainMonitor({f"{o} s{s}": (run.layout.pretrain(o, s).log, plans[o].total_steps, budget)
-                                    for s in pretrain_seeds for o in plans}, quiet or spec.jobs <= 1)
-        with monitor.phase:
-            _run_jobs(spec.jobs, calls, lambda r: timings.__setitem__(f"pretrain_{r[0]}_seed{r[1]}_s", r[2]),
-                      monitor.poll)
-            monitor.poll()
-        timings["pretrain_s"] = time.perf_counter() - t
 
-        t = time.perf_counter()
-        names = [task.spec.name for task in tasks]
-        calls = []
-        for s in pretrain_seeds:
-            for objective in SCORED_OBJECTIVES:
-                if objective == "init":
-                    points = [(0.0, 0, 0.0, None)]
-                else:
-                    plan = plans[objective]
-                    ckpts = run.layout.pretrain(objective, s)
-                    points = [(f, step, plan.flops_at(step), str(ckpts.checkpoint(f)))
-                              for f, step in plan.checkpoints.items()]
-                todo = {pt[0]: [n for n in names if not all(
-                    run.has_score(objective, pt[0], n, e, spec.protocol, s) for e in seeds)] for pt in points}
-                points = [pt for pt in points if todo[pt[0]]]
-                if points:
-                    calls.append((_score_job, spec, objective, s, points, todo))
+def pretrain_phase(exp: Experiment, quiet: bool) -> None:
+    """Every (objective, pre-training seed) run, in `spec.jobs` workers; finished ones are reused."""
+    spec, run, plans = exp.spec, exp.run, exp.plans
+    pretrain_seeds = list(range(spec.pretrain_seeds))
+    t = time.perf_counter()
+    calls = [(_pretrain_job, spec, o, s, str(run.layout.pretrain(o, s).root), quiet or spec.jobs > 1)
+             for s in pretrain_seeds for o in plans]
+    monitor = _PretrainMonitor({f"{o} s{s}": (run.layout.pretrain(o, s).log, plans[o].total_steps, exp.budget)
+                                for s in pretrain_seeds for o in plans}, quiet or spec.jobs <= 1)
+    with monitor.phase:
+        run_jobs(spec.jobs, calls, lambda r: exp.timings.__setitem__(f"pretrain_{r[0]}_seed{r[1]}_s", r[2]),
+                 monitor.poll)
+        monitor.poll()
+    exp.timings["pretrain_s"] = time.perf_counter() - t
 
-        scoring = PhaseProgress(quiet)  # in units of (encoder, task, eval seed)
-        scoring.add("scoring", sum(len(todo[pt[0]]) for *_, points, todo in calls for pt in points) * len(seeds))
-        done = {"units": 0, "encoders": 0}
-        n_encoders = sum(len(c[4]) for c in calls)
 
-        def store(rows):
-            run.append_scores(rows)
-            done["units"] += len({(r["objective"], r["pretrain_seed"], r["fraction"], r["task"], r["seed"]) for r in rows})
-            done["encoders"] += len({(r["objective"], r["pretrain_seed"], r["fraction"]) for r in rows})
-            scoring.update("scoring", done["units"], f"{done['encoders']}/{n_encoders} encoders x "
-                                                     f"{len(names)} tasks x {len(seeds)} seeds ({spec.protocol})")
+def score_phase(exp: Experiment, quiet: bool, final_only: bool = False) -> None:
+    """Score the untrained encoder and every checkpoint (`final_only`: the last one) of every run on
+    every task and evaluation seed not scored yet; rows are stored as they come."""
+    spec, run, plans = exp.spec, exp.run, exp.plans
+    seeds = list(range(spec.seeds))
+    t = time.perf_counter()
+    names = [task.spec.name for task in exp.tasks]
+    calls = []
+    for s in range(spec.pretrain_seeds):
+        for objective in ("init",) + tuple(plans):
+            if objective == "init":
+                points = [(0.0, 0, 0.0, None)]
+            else:
+                plan = plans[objective]
+                ckpts = run.layout.pretrain(objective, s)
+                points = [(f, step, plan.flops_at(step), str(ckpts.checkpoint(f)))
+                          for f, step in plan.checkpoints.items() if not final_only or f == max(plan.checkpoints)]
+            todo = {pt[0]: [n for n in names if not all(
+                run.has_score(objective, pt[0], n, e, spec.protocol, s) for e in seeds)] for pt in points}
+            points = [pt for pt in points if todo[pt[0]]]
+            if points:
+                calls.append((_score_job, spec, objective, s, points, todo))
 
-        with scoring:
-            _run_jobs(spec.jobs, calls, store)
-        timings["evaluate_s"] = time.perf_counter() - t
+    scoring = PhaseProgress(quiet)  # in units of (encoder, task, eval seed)
+    scoring.add("scoring", sum(len(todo[pt[0]]) for *_, points, todo in calls for pt in points) * len(seeds))
+    done = {"units": 0, "encoders": 0}
+    n_encoders = sum(len(c[4]) for c in calls)
 
-        specs = {t.spec.name: t.spec for t in tasks}
-        atomic_io.append_jsonl(run.layout.history, {
-            "started_utc": started_utc, "wall_s": time.perf_counter() - t0, "timings": timings,
-            "new_scores": len(run.scores()) - n_scores_before, "command_line": provenance_info["command_line"],
-            "git": provenance_info["git"], "versions": provenance_info["versions"],
-            "parallelism": {"jobs": spec.jobs, "threads": spec.threads},
-        })
+    def store(rows):
+        run.append_scores(rows)
+        done["units"] += len({(r["objective"], r["pretrain_seed"], r["fraction"], r["task"], r["seed"]) for r in rows})
+        done["encoders"] += len({(r["objective"], r["pretrain_seed"], r["fraction"]) for r in rows})
+        scoring.update("scoring", done["units"], f"{done['encoders']}/{n_encoders} encoders x "
+                                                 f"{len(names)} tasks x {len(seeds)} seeds ({spec.protocol})")
+
+    with scoring:
+        run_jobs(spec.jobs, calls, store)
+    exp.timings["evaluate_s"] = time.perf_counter() - t
+
+
+def record_invocation(exp: Experiment) -> dict:
+    """Append this invocation's row to history.jsonl; returns the run's work summed over invocations."""
+    run, info = exp.run, exp.provenance
+    atomic_io.append_jsonl(run.layout.history, {
+        "started_utc": info["created_utc"], "wall_s": time.perf_counter() - exp.t0, "timings": exp.timings,
+        "new_scores": len(run.scores()) - exp.n_scores_before, "command_line": info["command_line"],
+        "git": info["git"], "versions": info["versions"],
+        "parallelism": {"jobs": exp.spec.jobs, "threads": exp.spec.threads},
+    })
+    return _work_done(atomic_io.read_jsonl(run.layout.history))
+
+
+def run_compare(spec: CompareSpec, root: str | Path, run_id: str | None, quiet: bool = False):
+    with experiment(spec, root, run_id or spec.run_id(), quiet) as exp:
+        pretrain_phase(exp, quiet)
+        score_phase(exp, quiet)
+        work = record_invocation(exp)
+        run = exp.run
+        specs = {t.spec.name: t.spec for t in exp.tasks}
         summary = build_summary(run, specs, spec.convention)
-        summary.update(_work_done(atomic_io.read_jsonl(run.layout.history)))
+        summary.update(work)
         run.write_summary(summary)
         plots.plot_run(run, run.layout.plots)
         rendered = report.render([run], "table")

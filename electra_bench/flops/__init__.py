@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..choices import FLOP_CONVENTIONS, OBJECTIVES, require
+from ..choices import ALL_OBJECTIVES, FLOP_CONVENTIONS, require
 from .measured import TRAIN_OVER_FORWARD, measured_inference_flops, measured_step
 from .paper import paper_inference_flops, paper_step
 
@@ -22,8 +22,10 @@ class StepFlops:
     convention: str  # "measured" | "paper"
     flops_per_step: float  # training FLOPs of ONE optimizer step at preset.batch_size x preset.seq_len
     forward_flops: float  # forward-only FLOPs of that step, same convention
-    # training FLOPs of the step by part, summing to flops_per_step: {"encoder"} (mlm) or
-    # {"generator", "discriminator"} (rtd) for "paper"; by op name ("linear", "matmul", ...) for "measured"
+    # training FLOPs of the step by part, summing to flops_per_step: {"encoder"} (mlm),
+    # {"generator", "discriminator"} (rtd, rtd-15), {"generator", "encoder"} (replace-mlm) or
+    # {"generator", "encoder", "copy_head"} (alltokens-mlm) for "paper"; by op name ("linear", "matmul",
+    # ...) for "measured"
     breakdown: dict[str, float]
 
 
@@ -31,11 +33,11 @@ _CACHE: dict[tuple[str, str, str], StepFlops] = {}
 
 
 def step_flops(preset, objective: str, convention: str = "measured") -> StepFlops:
-    """FLOPs of one optimizer step of `objective` ("mlm" | "rtd") for a resolved `presets.Preset`.
+    """FLOPs of one optimizer step of `objective` (any of choices.ALL_OBJECTIVES) for a resolved `presets.Preset`.
     "paper": train = 2 x forward (the paper counts backward = forward); "measured": train = 3 x forward.
     Cached per (preset, objective, convention)."""
     require("FLOP convention", convention, FLOP_CONVENTIONS)
-    require("objective", objective, OBJECTIVES)
+    require("objective", objective, ALL_OBJECTIVES)
     key = (repr(preset), objective, convention)
     if key not in _CACHE:
         if convention == "paper":

@@ -60,7 +60,8 @@ ZERO_FLOP_OPS = frozenset(
     cat stack constant_pad_nd roll
     arange full full_like zeros zeros_like ones ones_like empty empty_like new_empty new_full new_zeros
     new_ones fill_ zero_
-    embedding gather scatter scatter_ index index_select index_put_ masked_select take_along_dim nonzero
+    embedding gather scatter scatter_ index index_select index_put_ index_fill index_fill_ masked_select
+    take_along_dim nonzero
     rand rand_like randn randn_like randint randint_like bernoulli bernoulli_ uniform_ normal_ multinomial
     __and__ __iand__ __or__ __ior__ __xor__ bitwise_not bitwise_and bitwise_or logical_not logical_and
     logical_or floor_divide remainder all any
@@ -122,7 +123,7 @@ def _sdpa(inputs: list, outputs: list) -> float:
 _ELEMENTWISE_OUT = """
     add add_ sub sub_ rsub mul mul_ div div_ neg reciprocal abs pow sqrt rsqrt exp log log1p
     tanh sigmoid gelu relu relu_ silu where masked_fill masked_fill_ clamp clamp_ clamp_min minimum
-    maximum round floor ceil dropout dropout_ lerp addcmul addcdiv
+    maximum round floor ceil dropout dropout_ lerp addcmul addcdiv log_sigmoid logaddexp
 """.split()
 _ELEMENTWISE_IN = """
     sum mean var std norm softmax log_softmax cross_entropy_loss nll_loss
@@ -259,9 +260,13 @@ def inference_count(preset, num_labels: int = 2) -> ForwardCount:
 
 
 def _cache_key(preset, objective: str) -> tuple[Any, ...]:
-    gen = preset.generator if objective == "rtd" else None
+    gen = preset.generator if objective != "mlm" else None
+    # the generator knobs change the traced modules (a uniform generator, untied or tied weights) or add
+    # an op (a generator-loss weight other than 1)
+    knobs = tuple(getattr(preset, k) for k in ("gen_weight", "uniform_generator", "embedding_sharing",
+                                               "untied_generator")) if objective != "mlm" else ()
     return (objective, preset.encoder, gen, preset.seq_len, preset.max_predictions, preset.mask_prob,
-            preset.disc_weight)
+            preset.disc_weight) + knobs
 
 
 _STEP_CACHE: dict[tuple, ForwardCount] = {}

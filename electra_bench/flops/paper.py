@@ -17,6 +17,12 @@ Its conventions, all kept here:
 * ELECTRA = generator + discriminator, each counted as a full model on its own (the generator's
   input embeddings are counted again even though they are shared, because it embeds its own input).
 
+The script has no entry for the paper's efficiency ablations (Table 5); they are priced by the same
+rules (`paper_step`): ELECTRA 15% costs what ELECTRA costs (only the loss weights differ); Replace MLM
+is the generator plus a BERT-style model (MLM head at `OUTPUT_FRAC` of positions); All-Tokens MLM is
+the generator plus a model whose MLM head runs at EVERY position (output_frac 1) plus the copy head
+(`copy_head_flops_per_token`).
+
 One deliberate difference from the script: it counts the attention block's residual layer norm as
 5 FLOPs per token instead of 5*H (a typo: `LAYER_NORM_FLOPS * attn_mul`); we count 5*H. That moves
 the totals by under 0.1% (ELECTRA-Small: +0.05%); see docs/flops.md.
@@ -27,13 +33,14 @@ All functions below return FORWARD FLOPs; per token means per position of a leng
 
 from __future__ import annotations
 
-from ..choices import OBJECTIVES, require
+from ..choices import ALL_OBJECTIVES, require
 from ..model import EncoderConfig
 
 DROPOUT_FLOPS = 4  # random number, >=, multiply by mask, multiply by 1/(1-p)
 LAYER_NORM_FLOPS = 5  # mean (sum), variance (square and sum), bias (add), scale (multiply)
 ACTIVATION_FLOPS = 8  # GELU: 0.5*x*(1 + tanh(sqrt(2/pi)*(x + 0.044715*x^3)))
 SOFTMAX_FLOPS = 5  # max/subtract, exp, sum, divide
+SIGMOID_FLOPS = 4  # negate, exp, add one, divide (ours: the script has no sigmoid; All-Tokens MLM's copy head)
 OUTPUT_FRAC = 0.15625  # share of positions that go through the MLM output softmax (20 of 128)
 
 
@@ -133,6 +140,16 @@ def binary_head_flops_per_token(cfg: EncoderConfig) -> dict[str, float]:
     return dict(dense=2 * h * h, dense_bias=h, dense_act=ACTIVATION_FLOPS * h, logit=2 * h)
 
 
+def copy_head_flops_per_token(cfg: EncoderConfig) -> dict[str, float]:
+    """Forward FLOPs of All-Tokens MLM's copy mechanism, per token (it runs at every position):
+    the copy logit H->1 2*H and its bias 1, the sigmoid giving D (4), 1 - D (1), and the output
+    distribution D x onehot(input) + (1 - D) x softmax over V: (1 - D) x softmax V, D x the one-hot
+    input priced densely like the script's lookups V, the add V."""
+    h, v = cfg.hidden_size, cfg.vocab_size
+    return dict(copy_logit=2 * h, copy_bias=1, copy_sigmoid=SIGMOID_FLOPS, one_minus_copy=1,
+                scale_softmax=v, scale_onehot=v, mixture_add=v)
+
+
 def paper_flops_by_part(
     cfg: EncoderConfig, seq_len: int, head: str, output_frac: float = OUTPUT_FRAC
 ) -> dict[str, float]:
@@ -162,15 +179,23 @@ def paper_flops_per_token(cfg: EncoderConfig, seq_len: int, head: str, output_fr
 
 def paper_step(preset, objective: str) -> tuple[float, dict[str, float]]:
     """Forward FLOPs of one optimizer step (preset.batch_size sequences of preset.seq_len) and the
-    TRAINING FLOPs (2 x forward) by model: {"encoder"} for mlm, {"generator", "discriminator"} for rtd."""
+    TRAINING FLOPs (2 x forward) by model: {"encoder"} for mlm; {"generator", "discriminator"} for rtd
+    and rtd-15; {"generator", "encoder"} for replace-mlm; {"generator", "encoder", "copy_head"} for
+    alltokens-mlm (its encoder's MLM head at every position)."""
     tokens = preset.batch_size * preset.seq_len
-    if require("objective", objective, OBJECTIVES) == "mlm":
+    objective = require("objective", objective, ALL_OBJECTIVES)
+    if objective == "mlm":
         models = {"encoder": paper_flops_per_token(preset.encoder, preset.seq_len, "mlm")}
     else:
-        models = {
-            "generator": paper_flops_per_token(preset.generator, preset.seq_len, "mlm"),
-            "discriminator": paper_flops_per_token(preset.encoder, preset.seq_len, "binary"),
-        }
+        # a uniform generator (official uniform_generator) is no model: it costs nothing here
+        models = {"generator": 0.0 if preset.uniform_generator else paper_flops_per_token(preset.generator, preset.seq_len, "mlm")}
+        if objective in ("rtd", "rtd-15"):
+            models["discriminator"] = paper_flops_per_token(preset.encoder, preset.seq_len, "binary")
+        elif objective == "replace-mlm":
+            models["encoder"] = paper_flops_per_token(preset.encoder, preset.seq_len, "mlm")
+        else:  # alltokens-mlm
+            models["encoder"] = paper_flops_per_token(preset.encoder, preset.seq_len, "mlm", output_frac=1.0)
+            models["copy_head"] = sum(copy_head_flops_per_token(preset.encoder).values())
     forward = tokens * sum(models.values())
     return forward, {k: 2 * tokens * v for k, v in models.items()}
 

@@ -39,10 +39,13 @@ def step_bytes(preset, objective: str, device_type: str = "cpu", bf16: bool = Fa
     """Estimated peak bytes of one training step of `objective` in one of `world` processes."""
     B, T = max(1, preset.batch_size // world), preset.seq_len
     bytes_per = 2 if bf16 else 4
-    models = [preset.encoder] + ([preset.generator] if objective == "rtd" else [])
+    models = [preset.encoder] + ([preset.generator] if objective != "mlm" else [])  # every other one has a generator
     params = sum(_parameters(cfg, T) for cfg in models)
     activations = sum(_encoder_activation_bytes(cfg, B, T, device_type != "cuda", bytes_per) for cfg in models)
-    logits = 3 * 4 * B * preset.max_predictions * preset.encoder.vocab_size
+    # vocabulary logits: at the masked positions (the generator's, or MLM's); Replace MLM's model adds
+    # its own there, All-Tokens MLM's at every position
+    positions = preset.max_predictions + {"replace-mlm": preset.max_predictions, "alltokens-mlm": T}.get(objective, 0)
+    logits = 3 * 4 * B * positions * preset.encoder.vocab_size
     return 16 * params + activations + logits
 
 

@@ -159,7 +159,7 @@ def pretrain(
         bar.update(start_step, plan.flops_at(start_step), 0.0, None, {})
         for step in range(start_step, plan.total_steps):
             model.train()
-            lr = optim.lr_at(step, plan.total_steps, preset.lr, preset.warmup_fraction)
+            lr = optim.lr_at(step, plan.total_steps, preset.lr, preset.warmup_for(plan.total_steps))
             optim.set_lr(optimizer, lr)
             idx = order.indices(step * preset.batch_size + d.rank * local_batch, local_batch)
             batch = {k: v.to(d.device, non_blocking=True) for k, v in train.batch(idx).items()}
