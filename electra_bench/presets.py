@@ -100,10 +100,18 @@ class Preset:
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
+        for f in dataclasses.fields(self):  # see _ADDED_LATER
+            if f.name in _ADDED_LATER and d[f.name] == f.default:
+                d.pop(f.name)
         d["generator"] = dataclasses.asdict(self.generator)
         d["max_predictions"] = self.max_predictions
         return d
 
+
+# Fields added after run directories were first stored: left out of `to_dict` at their defaults, so a
+# run made before them keeps its identity (run.json, compare's pre-training directories) and resumes.
+_ADDED_LATER = ("gen_weight", "generator_layers", "uniform_generator", "embedding_sharing", "untied_generator",
+                "warmup_steps")
 
 _REGISTRY: dict[str, Callable[[], Preset]] = {}
 
