@@ -397,15 +397,10 @@ def ablate(preset, budget, objectives, quick, convention, corpus, source, tasks,
               help="Terminal table, Markdown, CSV or LaTeX.")
 def report(runs, fmt):
     """Paper-style table and headline for one or more runs."""
-    from .layout import RunLayout
     from .reporting.report import render
-    from .reporting.results import load_run
+    from .reporting.results import load_compare_run
 
-    for r in runs:  # reporting/ summarises mlm vs rtd; an ablation run carries its own table
-        if RunLayout(r).ablation.is_file():
-            raise BenchError(f"{r} is an ablation run: its Table 5 is {RunLayout(r).report_txt} "
-                             f"(and ablation.json, report.md); `report` reads compare runs")
-    click.echo(render([load_run(r) for r in runs], fmt))
+    click.echo(render([load_compare_run(r) for r in runs], fmt))
 
 
 @main.command()
@@ -419,9 +414,9 @@ def check(run, baseline, tol, as_json):
     """CI regression check: exit 0 within tolerance, 1 on a regression, 2 on bad input."""
     from .reporting.regression import check as do_check
     from .reporting.regression import score_tolerances
-    from .reporting.results import load_run
+    from .reporting.results import load_compare_run
 
-    result = do_check(load_run(run), baseline, None if tol is None else score_tolerances(tol))
+    result = do_check(load_compare_run(run), baseline, None if tol is None else score_tolerances(tol))
     click.echo(result.to_json() if as_json else result.render())
     sys.exit(0 if result.ok else 1)
 
@@ -434,9 +429,9 @@ def check(run, baseline, tol, as_json):
 def baseline(run, out_path, tol):
     """Write a run's scores as a regression baseline for `check`."""
     from .reporting.regression import score_tolerances, write_baseline
-    from .reporting.results import load_run
+    from .reporting.results import load_compare_run
 
-    write_baseline(load_run(run), out_path, tol=score_tolerances(tol))
+    write_baseline(load_compare_run(run), out_path, tol=score_tolerances(tol))
     click.echo(out_path)
 
 
@@ -446,9 +441,9 @@ def baseline(run, out_path, tol):
 def history(runs, out_dir):
     """Plot final scores across stored runs (the regression plot)."""
     from .reporting.regression import history as do_history
-    from .reporting.results import load_run
+    from .reporting.results import load_compare_run
 
-    for path in do_history([load_run(r) for r in runs], out_dir):
+    for path in do_history([load_compare_run(r) for r in runs], out_dir):
         click.echo(str(path))
 
 

@@ -360,3 +360,13 @@ def load_run(path: str | Path) -> RunDir:
     if not isinstance(config, dict):
         raise BenchError(f"{at(config_path)}: run config must be a JSON object")
     return RunDir(path, writable=False)
+
+
+def load_compare_run(path: str | Path) -> RunDir:
+    """`load_run` for what summarises MLM vs RTD (report, check, baseline, history): an ablation run
+    carries its own Table 5 instead, and is refused with a pointer to it."""
+    run = load_run(path)
+    if run.layout.ablation.is_file():
+        raise BenchError(f"{path} is an ablation run: its Table 5 is {run.layout.report_txt} (and "
+                         f"{run.layout.ablation.name}, {run.layout.report_md.name}); this command reads compare runs")
+    return run
