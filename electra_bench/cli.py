@@ -232,6 +232,34 @@ def signal(seq_len, mask_prob, vocab_size, as_json):
         out.print(signal_table(rows, seq_len))
 
 
+def experiment_options(fn):
+    """What every experiment (compare, ablate) takes: data, evaluation, where results go, parallelism."""
+    opts = [
+        click.option("--convention", type=click.Choice(FLOP_CONVENTIONS), default="measured", show_default=True,
+                     help=CONVENTION_HELP),
+        click.option("--corpus", default=None,
+                     help="Pre-training text: a file, directory, glob or hf:NAME (default: the embedded suite's corpus)."),
+        click.option("--data", "source", default=None, help="Downstream tasks (default: embedded suite)."),
+        click.option("--tasks", default=None, help="Comma-separated task names (default: all of --data)."),
+        click.option("--seeds", type=POSITIVE_INT, default=None, help="Evaluation seeds per checkpoint and task."),
+        click.option("--pretrain-seeds", type=POSITIVE_INT, default=None,
+                     help="Pre-training runs per objective (compare's CPU default: 2, else 1); the score band is over these."),
+        click.option("--protocol", type=click.Choice(PROTOCOLS), default=None,
+                     help=PROTOCOL_HELP + " Default: probe on the CPU default, finetune with --preset."),
+        click.option("--results", "root", default="results", show_default=True, help="Where run directories go."),
+        click.option("--run-id", default=None, help="Default: derived from the config, so a rerun resumes."),
+        click.option("--device", default="auto", show_default=True, help=DEVICE_HELP),
+        click.option("--jobs", type=POSITIVE_INT, default=None,
+                     help="Worker processes (default: one per core, at most one per run)."),
+        click.option("--threads", type=POSITIVE_INT, default=None, help="Threads per worker (default: cores / jobs)."),
+        click.option("--quiet", is_flag=True, help="No progress output."),
+        click.option("--json", "as_json", is_flag=True, help="Machine-readable output (stable snake_case keys)."),
+    ]
+    for o in reversed(opts):
+        fn = o(fn)
+    return fn
+
+
 def train_options(fn):
     opts = [
         click.option("--preset", default="tiny", show_default=True, help="Preset name (`electra-bench presets`)."),
@@ -321,24 +349,7 @@ def finetune(checkpoint, tasks, source, seeds, protocol, device, as_json):
 @click.option("--budget", default=None, help="Per-objective budget (default: the preset's tuned default).")
 @click.option("--quick", is_flag=True, help="The same path at a sixth of the default budget, with smaller probes (for CI; wall times: README).")
 @click.option("--long", "long_mode", is_flag=True, help="The long CPU mode: 5x the default budget (about an hour on 2 idle cores; README).")
-@click.option("--convention", type=click.Choice(FLOP_CONVENTIONS), default="measured", show_default=True,
-              help=CONVENTION_HELP)
-@click.option("--corpus", default=None,
-              help="Pre-training text: a file, directory, glob or hf:NAME (default: the embedded suite's corpus).")
-@click.option("--data", "source", default=None, help="Downstream tasks (default: embedded suite).")
-@click.option("--tasks", default=None, help="Comma-separated task names (default: all of --data).")
-@click.option("--seeds", type=POSITIVE_INT, default=None, help="Evaluation seeds per checkpoint and task.")
-@click.option("--pretrain-seeds", type=POSITIVE_INT, default=None,
-              help="Pre-training runs per objective (default 2 on the CPU default); the score band is over these.")
-@click.option("--protocol", type=click.Choice(PROTOCOLS), default=None,
-              help=PROTOCOL_HELP + " Default: probe on the CPU default, finetune with --preset.")
-@click.option("--results", "root", default="results", show_default=True, help="Where run directories go.")
-@click.option("--run-id", default=None, help="Default: derived from the config, so a rerun resumes.")
-@click.option("--device", default="auto", show_default=True, help=DEVICE_HELP)
-@click.option("--jobs", type=POSITIVE_INT, default=None, help="Worker processes (default: one per core, at most one per run).")
-@click.option("--threads", type=POSITIVE_INT, default=None, help="Threads per worker (default: cores / jobs).")
-@click.option("--quiet", is_flag=True, help="No progress output.")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (stable snake_case keys).")
+@experiment_options
 @override_options
 def compare(preset, budget, quick, long_mode, convention, corpus, source, tasks, seeds, pretrain_seeds, protocol, root, run_id,
             device, jobs, threads, quiet, as_json, overrides):
@@ -359,23 +370,7 @@ def compare(preset, budget, quick, long_mode, convention, corpus, source, tasks,
 @click.option("--objectives", default=None,
               help="Comma-separated objectives (default: Table 5's five: rtd, alltokens-mlm, replace-mlm, rtd-15, mlm).")
 @click.option("--quick", is_flag=True, help="compare --quick's budget and probes (for CI).")
-@click.option("--convention", type=click.Choice(FLOP_CONVENTIONS), default="measured", show_default=True,
-              help=CONVENTION_HELP)
-@click.option("--corpus", default=None,
-              help="Pre-training text: a file, directory, glob or hf:NAME (default: the embedded suite's corpus).")
-@click.option("--data", "source", default=None, help="Downstream tasks (default: embedded suite).")
-@click.option("--tasks", default=None, help="Comma-separated task names (default: all of --data).")
-@click.option("--seeds", type=POSITIVE_INT, default=None, help="Evaluation seeds per checkpoint and task.")
-@click.option("--pretrain-seeds", type=POSITIVE_INT, default=None, help="Pre-training runs per objective (default 1).")
-@click.option("--protocol", type=click.Choice(PROTOCOLS), default=None,
-              help=PROTOCOL_HELP + " Default: probe on the CPU default, finetune with --preset.")
-@click.option("--results", "root", default="results", show_default=True, help="Where run directories go.")
-@click.option("--run-id", default=None, help="Default: derived from the config, so a rerun resumes.")
-@click.option("--device", default="auto", show_default=True, help=DEVICE_HELP)
-@click.option("--jobs", type=POSITIVE_INT, default=None, help="Worker processes (default: one per core, at most one per run).")
-@click.option("--threads", type=POSITIVE_INT, default=None, help="Threads per worker (default: cores / jobs).")
-@click.option("--quiet", is_flag=True, help="No progress output.")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (stable snake_case keys).")
+@experiment_options
 @override_options
 def ablate(preset, budget, objectives, quick, convention, corpus, source, tasks, seeds, pretrain_seeds, protocol, root,
            run_id, device, jobs, threads, quiet, as_json, overrides):
