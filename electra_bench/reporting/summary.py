@@ -249,10 +249,13 @@ def _reach(points: list[dict], who: str, reference: str, convention: str) -> dic
     }
     if flops is None:
         best = max(pts, key=lambda p: p[1]) if pts else (None, None)
-        out["text"] = (
-            f"{W} does not reach {R}'s final score ({target:.1f}) within its budget"
-            + (f" (best {best[1]:.1f} at {fmt_flops(best[0])} FLOPs)" if best[1] is not None else "")
-        )
+        if best[1] is None:
+            where = ""
+        elif best[0] <= 0:  # the best of its curve is where it started
+            where = f" (its best is the untrained encoder's {best[1]:.1f})"
+        else:
+            where = f" (best {best[1]:.1f} at {fmt_flops(best[0])} FLOPs)"
+        out["text"] = f"{W} does not reach {R}'s final score ({target:.1f}) within its budget{where}"
         return out
     if ref_flops > 0:
         frac = flops / ref_flops
