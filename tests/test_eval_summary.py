@@ -118,7 +118,8 @@ def test_verdict_budget_too_small(tmp_path):
 
 def test_verdict_needs_two_seeds(tmp_path):
     v = summary.build_summary(make_run(tmp_path, STANDARD, seeds=(0,)))["verdict"]
-    assert v["separated"] is None and v["verdict"] == summary.VERDICT_NO_SEEDS
+    assert v["kind"] == "no_noise" and v["separated"] is False and v["exceeds_band"] is None
+    assert v["verdict"] == summary.VERDICT_NO_SEEDS
 
 
 def test_glue_suite_uses_the_electra_convention(tmp_path):

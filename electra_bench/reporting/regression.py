@@ -4,6 +4,9 @@ Baseline file (JSON, made by `make_baseline` / `write_baseline`):
 ```
 {"schema_version": 1, "kind": "electra-bench-baseline", "source_run": "...", "created_utc": "...",
  "flop_convention": "measured", "protocol": "finetune", "suite": "...", "tol": 1.0,
+ "config": {"preset": "tiny", "overrides": {}, "budget": "2e12", "protocol": "probe", "suite": "ebs-2",
+            "flop_convention": "measured", "tasks": [...], "seeds": [0, 1], "pretrain_seeds": 2,
+            "probe_pool": 1000, "probe_examples": 800, "max_eval_examples": 1000, "corpus": null, "source": null},
  "metrics": {"rtd/score": 79.1, "mlm/score": 75.0, "init/score": 50.2,
              "rtd/sst2": 85.0, ...},                  # checked: higher is better, 0-100
  "info": {"headline/rtd_reaches_mlm_percent": 35.4, ...}}   # recorded, not checked
@@ -20,6 +23,13 @@ that stops an objective from learning fails `check` even when the downstream sco
 tolerance, `improved` when it rose by more, `ok` otherwise, `missing` when the run lacks it (counted as
 a failure), `new` for metrics only the run has (informational). Exit codes for the CLI: 0 all within
 tolerance, 1 any regressed or missing, 2 bad input (a BenchError, e.g. a missing or malformed baseline).
+
+Alike runs only. `config` records what makes two runs comparable (`run_config`): preset and its
+overrides, budget, protocol, suite, FLOP convention, tasks, evaluation seeds, pre-training seeds, the
+evaluation sizes and the data. `check` refuses (BenchError, exit 2, one line naming every difference)
+when the run differs from the baseline in any of them that both record, unless
+`allow_different_config=True` (then a WARNING line says what differs and the comparison goes on). A
+baseline without `config` (written before it existed) gets one warning line and is compared.
 
 `tol`: one number (absolute points on the 0-100 scale) for every metric, or a dict of
 {metric key or fnmatch pattern: tolerance} with an optional "default" (else 1.0). `check(..., tol=None)`
@@ -100,6 +110,83 @@ def final_metrics(summary: Mapping[str, Any], protocol: str | None = None) -> tu
     return metrics, info
 
 
+# what makes two runs comparable: (key, what the one-line message calls it); config keys of compare's
+# CompareSpec, and what the summary itself says (protocol, suite, FLOP convention, tasks, seeds)
+CONFIG_KEYS = {
+    "preset": "preset", "overrides": "preset overrides", "budget": "budget", "protocol": "protocol",
+    "suite": "suite", "flop_convention": "FLOP convention", "tasks": "tasks", "seeds": "evaluation seeds",
+    "pretrain_seeds": "pre-training seeds", "probe_pool": "probe pool", "probe_examples": "probe examples",
+    "max_eval_examples": "max eval examples", "corpus": "corpus", "source": "task source",
+}
+_FROM_RUN_CONFIG = ("preset", "overrides", "budget", "probe_pool", "probe_examples", "max_eval_examples", "corpus",
+                    "source")
+
+
+def run_config(summary: Mapping[str, Any], protocol: str | None = None) -> dict[str, Any]:
+    """What makes this run comparable with another (CONFIG_KEYS): the run config's keys when it has them
+    (a key the config lacks is left out: unknown, not compared), and from the summary the protocol, the
+    suite, the FLOP convention, the tasks, the evaluation seeds and the number of pre-training seeds
+    scored under `protocol` (default: the main one)."""
+    protocol = protocol or summary["main_protocol"]
+    cfg = summary.get("config") if isinstance(summary.get("config"), Mapping) else {}
+    out: dict[str, Any] = {}
+    for key in _FROM_RUN_CONFIG:
+        if key in cfg:
+            value = cfg[key]
+            if key == "preset" and isinstance(value, Mapping):
+                value = value.get("name")
+            out[key] = value
+    out["protocol"] = cfg.get("protocol", summary["main_protocol"])
+    out["suite"] = summary.get("suite", {}).get("name")
+    out["flop_convention"] = summary.get("flop_convention")
+    block = summary["protocols"].get(protocol)
+    if block is not None:
+        out["tasks"] = sorted(block["tasks"])
+        out["seeds"] = sorted({int(s) for p in block["points"] for s in p["seeds"]})
+        out["pretrain_seeds"] = max((int(p["score"].get("n_pretrain_seeds", 1)) for p in block["points"]), default=1)
+    return out
+
+
+def _same(key: str, a: Any, b: Any) -> bool:
+    if key == "budget":
+        try:
+            x, y = float(a), float(b)
+        except (TypeError, ValueError):
+            return str(a).strip() == str(b).strip()
+        return math.isclose(x, y, rel_tol=1e-9)
+    if key == "tasks" and isinstance(a, list) and isinstance(b, list):
+        return sorted(a) == sorted(b)
+    return a == b
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(str(v) for v in value) + "]"
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{k}={v}" for k, v in sorted(value.items())) + "}" if value else "none"
+    return "none" if value is None else str(value)
+
+
+def config_differences(run_cfg: Mapping[str, Any], baseline_cfg: Mapping[str, Any]) -> list[str]:
+    """One phrase per comparable field both record and that differs: "budget 1.2e13 (run) vs 2e12 (baseline)";
+    tasks name what only one side has."""
+    out = []
+    for key, name in CONFIG_KEYS.items():
+        if key not in run_cfg or key not in baseline_cfg or _same(key, run_cfg[key], baseline_cfg[key]):
+            continue
+        a, b = run_cfg[key], baseline_cfg[key]
+        if key == "tasks" and isinstance(a, list) and isinstance(b, list):
+            parts = []
+            if sorted(set(a) - set(b)):
+                parts.append(f"only the run has {', '.join(sorted(set(a) - set(b)))}")
+            if sorted(set(b) - set(a)):
+                parts.append(f"only the baseline has {', '.join(sorted(set(b) - set(a)))}")
+            out.append(f"tasks ({'; '.join(parts)})")
+        else:
+            out.append(f"{name} {_show(a)} (run) vs {_show(b)} (baseline)")
+    return out
+
+
 def make_baseline(run: RunDir | Mapping[str, Any], *, protocol: str | None = None, task_specs=None,
                   convention: str | None = None, tol: float | Mapping[str, float] = DEFAULT_TOL) -> dict:
     """The trimmed summary committed as a baseline (see the module docstring); `tol` is stored as the
@@ -121,6 +208,7 @@ def make_baseline(run: RunDir | Mapping[str, Any], *, protocol: str | None = Non
         "protocol": protocol,
         "suite": summary.get("suite", {}).get("name"),
         "tol": tol,
+        "config": run_config(summary, protocol),
         "metrics": metrics,
         "info": info,
     }
@@ -152,6 +240,8 @@ def load_baseline(path: str | Path) -> dict:
     for k, v in metrics.items():
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
             raise BenchError(f"{at(path)}: baseline metric '{k}' is not a finite number ({v!r})")
+    if "config" in data and not isinstance(data["config"], dict):
+        raise BenchError(f"{at(path)}: baseline 'config' is not an object")
     return data
 
 
@@ -189,6 +279,8 @@ class CheckResult:
     baseline: str
     checks: list[MetricCheck] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)  # one line each, printed under the first line
+    config_differences: list[str] = field(default_factory=list)  # compared anyway (allow_different_config)
 
     @property
     def failures(self) -> list[MetricCheck]:
@@ -207,6 +299,7 @@ class CheckResult:
 
     def to_dict(self) -> dict:
         return {"run_id": self.run_id, "baseline": self.baseline, "ok": self.ok, "exit_code": self.exit_code,
+                "warnings": list(self.warnings), "config_differences": list(self.config_differences),
                 "checks": [c.to_dict() for c in self.checks], "info": self.info}
 
     def render(self, fmt: str = "text", verbose: bool = False) -> str:
@@ -228,6 +321,7 @@ class CheckResult:
         width = max([len(c.metric) for c in rows] + [6])
         lines = [f"check {self.run_id} against {self.baseline}: "
                  + ("OK" if self.ok else f"REGRESSION ({len(self.failures)} metric(s))")]
+        lines += [f"  WARNING: {w}" for w in self.warnings]
         if rows:
             lines.append(f"  {'metric':<{width}}  {'old':>8}  {'new':>8}  {'delta':>8}  {'tol':>6}  status")
             for c in rows:
@@ -239,9 +333,11 @@ class CheckResult:
 
 
 def check(run: RunDir | Mapping[str, Any], baseline_path: str | Path, tol: float | Mapping[str, float] | None = None,
-          *, task_specs=None, convention: str | None = None) -> CheckResult:
+          *, task_specs=None, convention: str | None = None, allow_different_config: bool = False) -> CheckResult:
     """Compare the run's final scores with the baseline file (see the module docstring). `tol` None:
-    the baseline's own `tol`, else 1.0 point."""
+    the baseline's own `tol`, else 1.0 point. A run whose config differs from the baseline's (preset,
+    budget, protocol, suite, FLOP convention, tasks, seeds, ...) is refused with a BenchError naming the
+    differences, unless `allow_different_config` (then it is compared, with a WARNING line)."""
     baseline = load_baseline(baseline_path)
     if tol is None:
         tol = baseline.get("tol", DEFAULT_TOL)
@@ -249,8 +345,28 @@ def check(run: RunDir | Mapping[str, Any], baseline_path: str | Path, tol: float
         _tolerance(tol, "*")  # reject a bad global tolerance up front
     summary = dict(run) if isinstance(run, Mapping) else summary_mod.load_or_build(run, task_specs, convention)
     protocol = baseline.get("protocol") or summary["main_protocol"]
+    run_id = str(summary.get("run_id"))
+    warnings: list[str] = []
+    differences: list[str] = []
+    if not isinstance(baseline.get("config"), dict):
+        warnings.append(f"baseline {baseline_path} records no run config (written before baselines did): "
+                        "cannot tell whether the runs are alike; comparing anyway (rewrite it with "
+                        "`electra-bench baseline`)")
+    else:
+        run_cfg = run_config(summary, protocol if protocol in summary["protocols"] else None)
+        differences = config_differences(run_cfg, baseline["config"])
+        if differences and not allow_different_config:
+            raise BenchError(f"run {run_id} is not comparable with baseline {baseline_path}: {'; '.join(differences)} "
+                             "(compare anyway with --allow-different-config)")
+        if differences:
+            warnings.append(f"run and baseline differ: {'; '.join(differences)}; compared anyway "
+                            "(--allow-different-config), so a status below may be the config, not a regression")
+        unknown = sorted(k for k in CONFIG_KEYS if (k in run_cfg) != (k in baseline["config"]))
+        if unknown:
+            warnings.append(f"not compared (recorded on one side only): {', '.join(unknown)}")
     new_metrics, info = final_metrics(summary, protocol)
-    result = CheckResult(run_id=str(summary.get("run_id")), baseline=str(baseline_path), info=info)
+    result = CheckResult(run_id=run_id, baseline=str(baseline_path), info=info, warnings=warnings,
+                         config_differences=differences)
     for key in sorted(baseline["metrics"]):
         old = float(baseline["metrics"][key])
         t = _tolerance(tol, key)

@@ -14,8 +14,10 @@ Headline. "RTD reaches MLM's final score with X% of its compute": walk RTD's cur
 checkpoints by FLOPs) to the first segment that reaches MLM's final (largest-fraction) median score and
 interpolate inside it -- linearly in FLOPs on the segment from init (0 FLOPs, where log is undefined),
 linearly in log FLOPs between checkpoints. X = those FLOPs / MLM's final FLOPs. If RTD's first point
-already reaches it and that point is a checkpoint, X is an upper bound ("at_most"); if no point reaches
-it, "not reached". The same with MLM and RTD swapped.
+already reaches it and that point is a checkpoint, X is an upper bound ("at_most"); if it is the
+untrained encoder (0 FLOPs), there is no share to report ("untrained", percent null: MLM's pre-training
+did not improve on its starting point); if no point reaches it, "not reached". The same with MLM and RTD
+swapped.
 
 Pre-training seeds. When a point was pre-trained with several seeds (the untrained point: one
 initialisation per seed), its score is the mean over pre-training seeds of each seed's aggregate
@@ -29,8 +31,10 @@ their bands. An objective beats the untrained encoder when its final point excee
 that.
 
 Learning. Before ranking, the verdict reads each pre-training run's learning diagnostics
-(evaluation/learning.py): if any run of an objective did not learn, the verdict says so and does not
+(reporting/learning.py): if any run of an objective did not learn, the verdict says so and does not
 rank. If neither objective beats the untrained encoder: "budget too small to separate the objectives".
+The invariants every summary keeps (verdict kind vs separated/better, reached vs percent, bands >= 0)
+are listed in docs/results.md and tested in tests/test_summary_invariants.py.
 """
 
 from __future__ import annotations
@@ -202,8 +206,9 @@ def final_point(points: list[dict], objective: str) -> dict | None:
 
 def flops_to_reach(curve_points: list[tuple[float, float]], target: float) -> tuple[float | None, str]:
     """FLOPs at which a curve of (flops, score) first reaches `target`, and how that number was got:
-    "exact" (a point hits it and nothing earlier could), "interpolated", "at_most" (the first point
-    is a checkpoint already above target), or "not_reached" (None)."""
+    "exact" (a point hits it and nothing earlier could; 0 FLOPs when the first point is the untrained
+    encoder, which _reach reports as "untrained"), "interpolated", "at_most" (the first point is a
+    checkpoint already above target), or "not_reached" (None)."""
     pts = sorted(curve_points, key=lambda p: p[0])
     if not pts:
         return None, "not_reached"
@@ -244,10 +249,13 @@ def _reach(points: list[dict], who: str, reference: str, convention: str) -> dic
     }
     if flops is None:
         best = max(pts, key=lambda p: p[1]) if pts else (None, None)
-        out["text"] = (
-            f"{W} does not reach {R}'s final score ({target:.1f}) within its budget"
-            + (f" (best {best[1]:.1f} at {fmt_flops(best[0])} FLOPs)" if best[1] is not None else "")
-        )
+        if best[1] is None:
+            where = ""
+        elif best[0] <= 0:  # the best of its curve is where it started
+            where = f" (its best is the untrained encoder's {best[1]:.1f})"
+        else:
+            where = f" (best {best[1]:.1f} at {fmt_flops(best[0])} FLOPs)"
+        out["text"] = f"{W} does not reach {R}'s final score ({target:.1f}) within its budget{where}"
         return out
     if ref_flops > 0:
         frac = flops / ref_flops
@@ -262,8 +270,10 @@ def _reach(points: list[dict], who: str, reference: str, convention: str) -> dic
         out["text"] = f"{W} reaches {R}'s final score ({target:.1f}) at {fmt_flops(flops)} FLOPs"
     if bound == "at_most":
         out["text"] += "; already at its first checkpoint, so the true share may be lower"
-    if flops is not None and flops <= 0:
-        # 0% would read as "RTD is infinitely efficient"; it means no pre-training was needed at all
+    if flops <= 0:
+        # 0% would read as "RTD needs none of MLM's compute"; it means the shared starting point (the
+        # untrained encoder) already scores as high as the reference's final checkpoint: no share to report
+        out.update(bound="untrained", fraction_of_reference_compute=None, percent=None)
         out["text"] = (f"The untrained encoder already reaches {R}'s final score ({target:.1f}): "
                        f"{R}'s pre-training did not improve on it")
     return out
@@ -275,7 +285,11 @@ def _ranges(*points: dict | None) -> list[float]:
 
 def noise_verdict(points: list[dict], learning_block: Mapping[str, Any] | None = None) -> dict:
     """The noise rule of the module docstring, applied to the final points and init, after the
-    learning check. `kind`: not_learned | too_small | ranked | tie | no_noise | incomplete."""
+    learning check. `kind`: not_learned | incomplete | too_small | no_noise | ranked | tie.
+
+    `exceeds_band` is the bare comparison |RTD - MLM| > threshold (null without a threshold);
+    `separated` is the verdict's: true exactly when kind is "ranked", so a run that is not ranked
+    (did not learn, too small, incomplete, no noise estimate, tie) never reads as separated."""
     finals = {o: final_point(points, o) for o in TRAINED}
     init = next((p for p in points if p["objective"] == "init"), None)
     out: dict[str, Any] = {
@@ -284,7 +298,8 @@ def noise_verdict(points: list[dict], learning_block: Mapping[str, Any] | None =
         "kind": None,
         "difference": None,
         "threshold": None,
-        "separated": None,
+        "exceeds_band": None,
+        "separated": False,
         "better": None,
         "beats_untrained": {},
         "not_learned": [],
@@ -307,7 +322,7 @@ def noise_verdict(points: list[dict], learning_block: Mapping[str, Any] | None =
             }
     if len(usable) == 2:
         diff, thr, sep = beyond(usable["rtd"], usable["mlm"])
-        out.update(difference=diff, threshold=thr, separated=sep)
+        out.update(difference=diff, threshold=thr, exceeds_band=sep)
     for o in TRAINED:
         for run in (learning_block or {}).get(o, {}).get("runs", []):
             if run.get("learned") is False:
@@ -318,18 +333,19 @@ def noise_verdict(points: list[dict], learning_block: Mapping[str, Any] | None =
         who = sorted({line.split(" (")[0] for line in out["not_learned"]})
         out["verdict"] = (f"not ranked: {' and '.join(who)} did not learn (see the learning diagnostics); "
                           "a score difference would compare a broken run, not the objectives")
-    elif beats and all(b is False for b in beats):
-        out["kind"] = "too_small"
-        out["verdict"] = VERDICT_TOO_SMALL
     elif not usable or len(usable) < 2:
         out["kind"] = "incomplete"
         out["verdict"] = ("no trained checkpoint has scores yet" if not usable
                           else f"only {LABELS[next(iter(usable))]} has scores: nothing to compare")
-    elif out["separated"] is None:
+    elif len(beats) == 2 and all(b is False for b in beats):
+        out["kind"] = "too_small"
+        out["verdict"] = VERDICT_TOO_SMALL
+    elif out["exceeds_band"] is None:
         out["kind"] = "no_noise"
         out["verdict"] = VERDICT_NO_SEEDS
-    elif out["separated"]:
+    elif out["exceeds_band"]:
         out["kind"] = "ranked"
+        out["separated"] = True
         out["better"] = "rtd" if out["difference"] > 0 else "mlm"
         out["verdict"] = (f"{LABELS[out['better']]} better than {LABELS['mlm' if out['better'] == 'rtd' else 'rtd']}"
                           " beyond noise")
@@ -337,6 +353,178 @@ def noise_verdict(points: list[dict], learning_block: Mapping[str, Any] | None =
         out["kind"] = "tie"
         out["verdict"] = "RTD and MLM within noise of each other"
     return out
+
+
+VERDICT_KINDS = ("not_learned", "incomplete", "too_small", "no_noise", "ranked", "tie")
+HEADLINE_BOUNDS = ("exact", "interpolated", "at_most", "untrained", "not_reached")
+
+
+def _close(a: float, b: float, rel: float = 1e-9) -> bool:
+    return abs(a - b) <= rel * max(1.0, abs(a), abs(b))
+
+
+def invariant_violations(summary: Mapping[str, Any]) -> list[str]:
+    """Every way this summary contradicts itself (empty: none). The invariants are listed in
+    docs/results.md ("Invariants"); load_or_build rebuilds a stored summary that breaks one."""
+    bad: list[str] = []
+
+    def need(cond: bool, what: str) -> None:
+        if not cond:
+            bad.append(what)
+
+    try:
+        protocols = summary["protocols"]
+        main = summary["main_protocol"]
+        need(main in protocols, f"main_protocol {main!r} has no block")
+        if main in protocols:
+            need(summary.get("headline") == protocols[main]["headline"], "top-level headline is not the main protocol's")
+            need(summary.get("verdict") == protocols[main]["verdict"], "top-level verdict is not the main protocol's")
+        learning_block = summary.get("learning") or {}
+        for o in TRAINED:
+            if o in learning_block:
+                runs = learning_block[o]["runs"]
+                need(learning_block[o]["learned"] == all(r["learned"] is not False for r in runs),
+                     f"learning.{o}.learned disagrees with its runs")
+        for name, block in protocols.items():
+            bad += [f"{name}: {v}" for v in _block_violations(block, learning_block)]
+    except (KeyError, TypeError, AttributeError) as e:  # a field is missing or has the wrong type
+        bad.append(f"malformed summary ({type(e).__name__}: {e})")
+    return bad
+
+
+def _block_violations(block: Mapping[str, Any], learning_block: Mapping[str, Any]) -> list[str]:
+    bad: list[str] = []
+
+    def need(cond: bool, what: str) -> None:
+        if not cond:
+            bad.append(what)
+
+    points = block["points"]
+    for p in points:
+        where = f"point {p['objective']}@{p['fraction']:g}"
+        need(p["objective"] in ("init",) + TRAINED, f"{where}: unknown objective")
+        if p["objective"] == "init":
+            need(p["fraction"] == 0 and p["train_flops"] == 0, f"{where}: the untrained point is not at 0 FLOPs")
+        else:
+            need(p["fraction"] > 0 and p["train_flops"] >= 0, f"{where}: a checkpoint needs fraction > 0, FLOPs >= 0")
+        sc = p["score"]
+        need(sc["band"] in ("eval_seeds", "pretrain_seeds"), f"{where}: unknown band {sc['band']!r}")
+        if sc["min"] is not None:
+            need(sc["max"] is not None and sc["min"] <= sc["max"], f"{where}: score min > max")
+        if sc["range"] is not None:
+            need(sc["range"] >= 0 and _close(sc["range"], sc["max"] - sc["min"]), f"{where}: range != max - min")
+        need(sc["std"] is None or sc["std"] >= 0, f"{where}: negative std")
+        if sc["band"] == "pretrain_seeds" and sc["value"] is not None:
+            need(sc["min"] <= sc["value"] <= sc["max"], f"{where}: value outside its pre-training-seed band")
+        for task, t in p["tasks"].items():
+            if t.get("min") is not None:
+                need(t["min"] <= t["median"] <= t["max"], f"{where}: {task} median outside [min, max]")
+    for o in TRAINED:
+        fp = final_point(points, o)
+        need(block["final"].get(o) == (fp["fraction"] if fp else None), f"final.{o} is not its largest fraction")
+        cv = block["curves"][o]
+        expected = curve(points, o)
+        need([(c["objective"], c["fraction"]) for c in cv] == [(q["objective"], q["fraction"]) for q in expected],
+             f"curves.{o} is not init then its checkpoints by FLOPs")
+        flops = [c["train_flops"] for c in cv]
+        need(flops == sorted(flops), f"curves.{o} FLOPs decrease")
+        need(all(c["score"] == q["score"]["value"] for c, q in zip(cv, expected)), f"curves.{o} scores differ from points")
+    for key, h in block["headline"].items():
+        if h is not None:
+            bad += [f"headline.{key}: {v}" for v in _headline_violations(h, points)]
+    bad += [f"verdict: {v}" for v in _verdict_violations(block["verdict"], points, learning_block)]
+    return bad
+
+
+def _headline_violations(h: Mapping[str, Any], points: list[dict]) -> list[str]:
+    bad: list[str] = []
+
+    def need(cond: bool, what: str) -> None:
+        if not cond:
+            bad.append(what)
+
+    need(h["objective"] in TRAINED and h["reference"] in TRAINED and h["objective"] != h["reference"],
+         "objective/reference are not MLM and RTD")
+    ref = final_point(points, h["reference"])
+    need(ref is not None and h["target_score"] == ref["score"]["value"], "target_score is not the reference's final score")
+    need(ref is not None and h["reference_flops"] == ref["train_flops"], "reference_flops is not the reference's final FLOPs")
+    bound = h["bound"]
+    need(bound in HEADLINE_BOUNDS, f"unknown bound {bound!r}")
+    need(h["reached"] == (h["flops"] is not None) == (bound != "not_reached"), "reached, flops and bound disagree")
+    if not h["reached"]:
+        need(h["percent"] is None and h["fraction_of_reference_compute"] is None, "a share without reaching")
+        need("does not reach" in h["text"], "text does not say 'does not reach'")
+    elif bound == "untrained":
+        need(h["flops"] == 0, "bound 'untrained' with FLOPs != 0")
+        need(h["percent"] is None and h["fraction_of_reference_compute"] is None, "bound 'untrained' with a share")
+        need(h["text"].startswith("The untrained encoder already reaches"), "text does not say the untrained encoder reaches")
+        init = next((p for p in points if p["objective"] == "init"), None)
+        need(init is not None and init["score"]["value"] is not None and init["score"]["value"] >= h["target_score"],
+             "bound 'untrained' but the untrained encoder is below the target")
+    else:
+        need(h["flops"] > 0, "reached with FLOPs <= 0 outside bound 'untrained'")
+        own = final_point(points, h["objective"])
+        need(own is not None and h["flops"] <= own["train_flops"] * (1 + 1e-9), "reached beyond its own final FLOPs")
+        if h["reference_flops"] > 0:
+            frac = h["fraction_of_reference_compute"]
+            need(frac is not None and frac > 0 and _close(frac, h["flops"] / h["reference_flops"]),
+                 "fraction_of_reference_compute != flops / reference_flops")
+            need(h["percent"] is not None and h["percent"] > 0 and _close(h["percent"], 100 * frac),
+                 "percent != 100 x fraction, or not > 0")
+            need(fmt_percent(h["percent"]) in h["text"], "text does not carry the percent")
+        else:
+            need(h["percent"] is None, "a percent of 0 reference FLOPs")
+        need(("at most" in h["text"]) == (bound == "at_most"), "'at most' in the text iff bound 'at_most'")
+    return bad
+
+
+def _verdict_violations(v: Mapping[str, Any], points: list[dict], learning_block: Mapping[str, Any]) -> list[str]:
+    bad: list[str] = []
+
+    def need(cond: bool, what: str) -> None:
+        if not cond:
+            bad.append(what)
+
+    kind = v["kind"]
+    need(kind in VERDICT_KINDS, f"unknown kind {kind!r}")
+    need(isinstance(v["separated"], bool), "separated is not a bool")
+    need(v["separated"] == (kind == "ranked"), f"separated={v['separated']} with kind {kind!r}")
+    need((v["better"] is not None) == (kind == "ranked"), f"better={v['better']!r} with kind {kind!r}")
+    need(v["better"] in (None,) + TRAINED, f"unknown better {v['better']!r}")
+    need(isinstance(v["verdict"], str) and v["verdict"], "no verdict sentence")
+    finals = {o: final_point(points, o) for o in TRAINED}
+    usable = {o: p for o, p in finals.items() if p is not None and p["score"]["value"] is not None}
+    diff, thr, exceeds = v["difference"], v["threshold"], v["exceeds_band"]
+    if len(usable) == 2:
+        need(diff is not None and _close(diff, usable["rtd"]["score"]["value"] - usable["mlm"]["score"]["value"]),
+             "difference is not RTD - MLM of the final scores")
+    else:
+        need(diff is None and thr is None and exceeds is None, "a difference without both final scores")
+    need(thr is None or thr >= 0, "negative threshold")
+    need((exceeds is None) == (thr is None or diff is None), "exceeds_band without a threshold, or none with one")
+    if exceeds is not None:
+        need(exceeds == (abs(diff) > thr), "exceeds_band != |difference| > threshold")
+    for o, b in v["beats_untrained"].items():
+        need(b["threshold"] is None or b["threshold"] >= 0, f"beats_untrained.{o}: negative threshold")
+        need((b["beats"] is None) == (b["threshold"] is None), f"beats_untrained.{o}: beats without a threshold")
+        if b["beats"] is not None:
+            need(b["beats"] == (b["difference"] > b["threshold"]), f"beats_untrained.{o}: beats != difference > band")
+    flagged = any(r.get("learned") is False for o in TRAINED for r in (learning_block.get(o) or {}).get("runs", []))
+    need((kind == "not_learned") == bool(v["not_learned"]) == flagged, "not_learned kind, list and learning disagree")
+    if kind == "incomplete":
+        need(len(usable) < 2, "incomplete with both final scores")
+    elif kind == "too_small":
+        need(len(usable) == 2 and [b["beats"] for b in v["beats_untrained"].values()] == [False, False],
+             "too_small while an objective beats (or was not compared with) the untrained encoder")
+    elif kind == "no_noise":
+        need(len(usable) == 2 and exceeds is None, "no_noise with a noise estimate")
+    elif kind == "ranked":
+        need(exceeds is True, "ranked within noise")
+        need(v["better"] == ("rtd" if diff > 0 else "mlm"), "better is not the sign of the difference")
+        need(v["verdict"].startswith(LABELS[v["better"]] + " better"), "verdict sentence does not name the better one")
+    elif kind == "tie":
+        need(exceeds is False, "tie beyond noise")
+    return bad
 
 
 def learning_report(run: RunDir) -> dict:
@@ -434,6 +622,13 @@ def build_summary(run: RunDir, task_specs: Mapping[str, Any] | None = None, conv
     scorer = _Scorer(suite_tasks, task_specs, score_convention)
 
     learning_block = learning_report(run)
+    try:
+        stored = run.summary() or {}
+    except BenchError:
+        stored = {}
+    for o in TRAINED:  # a run folder without its pre-training logs (a committed summary) keeps its record
+        if o not in learning_block and isinstance((stored.get("learning") or {}).get(o), Mapping):
+            learning_block[o] = stored["learning"][o]
     protocols: dict[str, dict] = {}
     present = [p for p in PROTOCOLS if p in set(df["protocol"])]
     for protocol in present:
@@ -537,10 +732,12 @@ def update_summary(run: RunDir, task_specs: Mapping[str, Any] | None = None, con
 
 def load_or_build(run: RunDir, task_specs: Mapping[str, Any] | None = None, convention: str | None = None,
                   **kwargs) -> dict:
-    """summary.json when it exists with this schema version (and, if given, this FLOP convention);
-    otherwise built from scores.jsonl."""
+    """summary.json when it exists with this schema version (and, if given, this FLOP convention) and
+    keeps every invariant (`invariant_violations`); otherwise built from scores.jsonl, so a summary
+    written by an older version that contradicts itself is not shown as it is."""
     stored = run.summary()
     if (stored is not None and stored.get("schema_version") == SCHEMA_VERSION
-            and (convention is None or stored.get("flop_convention") == convention) and task_specs is None):
+            and (convention is None or stored.get("flop_convention") == convention) and task_specs is None
+            and not invariant_violations(stored)):
         return stored
     return build_summary(run, task_specs, convention, **kwargs)

@@ -1,13 +1,21 @@
 """Rich tables of what the engine commands report (presets, flops, signal, one checkpoint's scores);
-the --json forms are the dicts themselves."""
+the --json forms are the dicts themselves.
+
+Types in those dicts: every FLOP count (per step, per schedule, per sequence, each `breakdown` entry) is
+a float, whatever the counting code returned (the paper convention's arithmetic gives ints for some
+parts), so a JSON reader sees one type per field; counts of things (batch size, sequence length, steps,
+hidden sizes, parameters) are ints.
+"""
 
 from __future__ import annotations
+
+from typing import Any, Mapping
 
 from rich.table import Table
 
 from .. import presets
 from ..choices import OBJECTIVES
-from ..flops import step_flops
+from ..flops import inference_flops, step_flops
 from ..objectives import parameter_counts
 
 
@@ -51,12 +59,60 @@ def presets_table(rows: list[dict]) -> Table:
     return t
 
 
-def key_value_table(title: str, d: dict) -> Table:
+def _cell(v: Any) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def key_value_table(title: str, d: Mapping[str, Any]) -> Table:
+    """One row per key; a nested mapping becomes indented rows under its key."""
     t = Table(title=title, show_header=False)
     t.add_column("key")
     t.add_column("value", justify="right")
     for k, v in d.items():
-        t.add_row(k, f"{v:.4g}" if isinstance(v, float) else str(v))
+        if isinstance(v, Mapping):
+            t.add_row(k, "")
+            for sub, w in v.items():
+                t.add_row(f"  {sub}", _cell(w))
+        else:
+            t.add_row(k, _cell(v))
+    return t
+
+
+def flops_report(p: presets.Preset, objective: str, convention: str) -> dict:
+    """What `electra-bench flops` reports for a preset resolved for `objective` (FLOP counts as floats,
+    see the module docstring). `breakdown`: training FLOPs of one step by part (by operator in the
+    measured convention; encoder, or generator and discriminator, in the paper's), summing to
+    `flops_per_step`."""
+    sf = step_flops(p, objective, convention)
+    steps = int(p.steps[objective])
+    return {
+        "preset": p.name, "objective": objective, "convention": convention,
+        "batch_size": int(p.batch_size), "seq_len": int(p.seq_len), "generator_hidden": int(p.generator.hidden_size),
+        "flops_per_step": float(sf.flops_per_step), "forward_flops_per_step": float(sf.forward_flops),
+        "steps": steps, "train_flops": float(sf.flops_per_step) * steps,
+        "inference_flops_per_sequence": float(inference_flops(p, convention)),
+        "breakdown": {part: float(v) for part, v in sf.breakdown.items()},
+    }
+
+
+def flops_table(result: Mapping[str, Any], min_share: float = 0.005) -> Table:
+    """flops_report as a table: the scalars, then the breakdown largest part first with its share of
+    `flops_per_step`; parts under `min_share` of it are summed into one "other" row (--json has them all)."""
+    t = key_value_table(f"{result['objective']} {result['preset']} ({result['convention']} convention)",
+                        {k: v for k, v in result.items() if k != "breakdown"})
+    parts = sorted(result.get("breakdown", {}).items(), key=lambda kv: -kv[1])
+    if not parts:
+        return t
+    total = result["flops_per_step"]
+    small = [(k, v) for k, v in parts if total and v < min_share * total]
+    if len(small) > 1:
+        parts = [kv for kv in parts if kv not in small] + [(f"other ({len(small)} parts)", sum(v for _, v in small))]
+    unit = "operator" if result["convention"] == "measured" else "model"
+    t.add_section()
+    t.add_row(f"training FLOPs per step by {unit}", f"sum {sum(result['breakdown'].values()):.4g}")
+    for part, v in parts:
+        share = f" ({100 * v / total:.1f}%)" if total else ""
+        t.add_row(f"  {part}", f"{v:.4g}{share}")
     return t
 
 
