@@ -189,26 +189,11 @@ def presets(convention, as_json):
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (stable snake_case keys).")
 def flops(preset, objective, convention, overrides, as_json):
     """FLOPs of one training step and of the preset's full schedule (or --steps)."""
-    from .flops import inference_flops, step_flops
     from .presets import resolve
-    from .reporting.tables import key_value_table
+    from .reporting.tables import flops_report, flops_table
 
-    p = resolve(preset, overrides).for_objective(objective)
-    sf = step_flops(p, objective, convention)
-    steps = p.full_steps(objective)
-    result = {
-        "preset": p.name, "objective": objective, "convention": convention,
-        "batch_size": p.batch_size, "seq_len": p.seq_len, "generator_hidden": p.generator.hidden_size,
-        "flops_per_step": sf.flops_per_step, "forward_flops_per_step": sf.forward_flops,
-        "steps": steps, "train_flops": sf.flops_per_step * steps,
-        "inference_flops_per_sequence": inference_flops(p, convention),
-        "breakdown": sf.breakdown,
-    }
-    if as_json:
-        _emit_json(result)
-    else:
-        out.print(key_value_table(f"{objective} {p.name} ({convention} convention)",
-                                  {k: v for k, v in result.items() if k != "breakdown"}))
+    result = flops_report(resolve(preset, overrides).for_objective(objective), objective, convention)
+    _emit_json(result) if as_json else out.print(flops_table(result))
 
 
 @main.command()
@@ -404,14 +389,18 @@ def report(runs, fmt):
 @click.option("--tol", type=click.FloatRange(min=0), default=None,
               help="Allowed drop in score points for scores and margins (default: the baseline's); the "
                    "learning diagnostics keep their own tolerances.")
+@click.option("--allow-different-config", is_flag=True,
+              help="Compare even when the run's preset, budget, protocol, suite, FLOP convention, tasks or "
+                   "seeds differ from the baseline's (a WARNING line says what differs).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (stable snake_case keys).")
-def check(run, baseline, tol, as_json):
-    """CI regression check: exit 0 within tolerance, 1 on a regression, 2 on bad input."""
+def check(run, baseline, tol, allow_different_config, as_json):
+    """CI regression check: exit 0 within tolerance, 1 on a regression, 2 on bad input or unlike runs."""
     from .reporting.regression import check as do_check
     from .reporting.regression import score_tolerances
     from .reporting.results import load_compare_run
 
-    result = do_check(load_compare_run(run), baseline, None if tol is None else score_tolerances(tol))
+    result = do_check(load_compare_run(run), baseline, None if tol is None else score_tolerances(tol),
+                      allow_different_config=allow_different_config)
     click.echo(result.to_json() if as_json else result.render())
     sys.exit(0 if result.ok else 1)
 

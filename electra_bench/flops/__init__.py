@@ -46,7 +46,7 @@ def step_flops(preset, objective: str, convention: str = "measured") -> StepFlop
         else:
             forward, breakdown = measured_step(preset, objective)
             train = TRAIN_OVER_FORWARD * forward
-        _CACHE[key] = StepFlops(convention, float(train), float(forward), dict(breakdown))
+        _CACHE[key] = StepFlops(convention, float(train), float(forward), {k: float(v) for k, v in breakdown.items()})
     cached = _CACHE[key]
     return StepFlops(cached.convention, cached.flops_per_step, cached.forward_flops, dict(cached.breakdown))
 

@@ -84,7 +84,7 @@ def flops_report(p: presets.Preset, objective: str, convention: str) -> dict:
     measured convention; encoder, or generator and discriminator, in the paper's), summing to
     `flops_per_step`."""
     sf = step_flops(p, objective, convention)
-    steps = int(p.steps[objective])
+    steps = int(p.full_steps(objective))
     return {
         "preset": p.name, "objective": objective, "convention": convention,
         "batch_size": int(p.batch_size), "seq_len": int(p.seq_len), "generator_hidden": int(p.generator.hidden_size),
