@@ -12,7 +12,9 @@ The analytic FLOP formula for this model (the paper's convention) is
 
 from __future__ import annotations
 
+import functools
 import math
+import warnings
 from dataclasses import dataclass
 
 import torch
@@ -67,6 +69,7 @@ class SelfAttention(nn.Module):
 
     def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None) -> torch.Tensor:
         B, T, H = x.shape
+        # One (H, 3H) matmul for q, k and v: its weight rows are q's, then k's, then v's.
         q, k, v = self.qkv(x).view(B, T, 3, self.num_heads, H // self.num_heads).permute(2, 0, 3, 1, 4)  # 3 x (B, A, T, D)
         y = F.scaled_dot_product_attention(
             q, k, v, attn_mask=attn_mask, dropout_p=self.attn_dropout if self.training else 0.0
@@ -109,13 +112,18 @@ class Encoder(nn.Module):
                 init_weights(module)
 
     def forward(
-        self, input_ids: torch.Tensor, segment_ids: torch.Tensor, attention_mask: torch.Tensor
+        self, input_ids: torch.Tensor, segment_ids: torch.Tensor, attention_mask: torch.Tensor,
+        padded: bool | None = None,
     ) -> torch.Tensor:
+        """`padded`: whether any attention_mask entry is 0, decided by the caller on the host (from the
+        batch's lengths, before it is moved to the device); None: read from `attention_mask`."""
         x = self.embeddings(input_ids, segment_ids)  # (B, T, E)
         if self.embed_proj is not None:
             x = self.embed_proj(x)  # (B, T, H)
         # Packed pre-training batches have no padding; skipping the mask keeps SDPA on its fastest kernel.
-        mask = None if bool(attention_mask.all()) else attention_mask[:, None, None, :].bool()  # (B, 1, 1, T)
+        if padded is None:
+            padded = has_padding(attention_mask)
+        mask = attention_mask[:, None, None, :].bool() if padded else None  # (B, 1, 1, T)
         for layer in self.layers:
             x = layer(x, mask)
         return x
@@ -174,6 +182,17 @@ class SequenceClassifier(nn.Module):
         return self.classifier(self.dropout(torch.tanh(self.pooler(cls))))  # (B, num_labels)
 
 
+def has_padding(attention_mask: torch.Tensor) -> bool:
+    """Whether a batch has padding (some attention_mask entry is 0).
+
+    Call it on the host copy of the batch: on a CPU tensor it is a cheap read, on a CUDA tensor it waits for
+    the device (a host sync), and inside torch.compile it would break the graph, so there it answers True
+    (the mask is applied; with no padding the result is the same up to the kernel's rounding)."""
+    if torch.compiler.is_compiling():
+        return True
+    return not bool(attention_mask.all())
+
+
 def init_weights(module: nn.Module) -> None:
     """BERT's initialisation: N(0, 0.02) weights, zero biases, unit LayerNorm."""
     if isinstance(module, (nn.Linear, nn.Embedding)):
@@ -209,3 +228,53 @@ def generator_config(disc: EncoderConfig, size: float) -> EncoderConfig:
         dropout=disc.dropout,
         layer_norm_eps=disc.layer_norm_eps,
     )
+
+
+# ---- precision -----------------------------------------------------------------------------------------
+
+PRECISIONS = ("auto", "fp32", "bf16")
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_bf16_features() -> tuple[str, ...]:
+    """The CPU's native bf16 instruction sets from /proc/cpuinfo (x86: AVX512-BF16, AMX-BF16; Arm: bf16);
+    empty where the CPU has none or the file cannot be read (non-Linux)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith(("flags", "Features")):
+                    flags = set(line.split(":", 1)[1].split())
+                    return tuple(sorted(flags & {"avx512_bf16", "amx_bf16", "bf16"}))
+    except OSError:
+        pass
+    return ()
+
+
+def cpu_has_native_bf16() -> bool:
+    """Whether bf16 matmuls run natively on this CPU. Without AVX512-BF16/AMX (e.g. an AVX2-only CPU)
+    torch emulates them, far slower than fp32 (docs/performance.md measures it)."""
+    return bool(cpu_bf16_features())
+
+
+def resolve_precision(precision: str, device: torch.device | str, allow_emulated_bf16: bool = False) -> str:
+    """'fp32' or 'bf16' for `precision` in PRECISIONS on `device`. auto: bf16 autocast on CUDA, fp32 on CPU
+    (the default, whose numbers are pinned). bf16 on a CPU without native bf16 raises ValueError unless
+    `allow_emulated_bf16` (then it warns): it runs, emulated, several times slower than fp32."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    dev = torch.device(device)
+    if precision == "auto":
+        return "bf16" if dev.type == "cuda" else "fp32"
+    if precision == "bf16" and dev.type == "cpu" and not cpu_has_native_bf16():
+        msg = ("bf16 on this CPU is emulated (no AVX512-BF16 or AMX-BF16 in its flags): it runs several times "
+               "slower than fp32")
+        if not allow_emulated_bf16:
+            raise ValueError(msg + "; use fp32, or allow emulated bf16 explicitly")
+        warnings.warn(msg, RuntimeWarning, stacklevel=2)
+    return precision
+
+
+def autocast(device: torch.device | str, precision: str):
+    """The training step's autocast context for a resolved precision ('fp32': disabled)."""
+    dev = torch.device(device)
+    return torch.autocast(dev.type, dtype=torch.bfloat16, enabled=precision == "bf16")

@@ -4,6 +4,13 @@ Both take a batch of packed sequences `{"input_ids", "segment_ids", "attention_m
 and return an `ObjectiveResult`. All randomness (which positions, what replaces them, the generator's
 samples) comes from an explicit `torch.Generator`, so a step is a pure function of (weights, batch, seed):
 that is what makes kill-and-resume exact.
+
+A step is split in two so that it compiles without graph breaks: `draw_noise(batch, rng)` makes every draw
+from the generator, in the order the step uses them (torch.compile cannot trace a `torch.Generator`), and
+`compute(batch, noise, padded)` is the rest, with no host sync and no data-dependent Python branch.
+`forward(batch, rng)` is the two in sequence and gives exactly the numbers it gave before the split.
+`compile_step()` compiles `compute` only (`torch.compile(module)` would break its graph at the
+generator's draws).
 """
 
 from __future__ import annotations
@@ -35,6 +42,31 @@ class ObjectiveResult:
     extras: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
+@dataclass
+class Noise:
+    """One step's draws from its generator (`draw_noise`), so that `compute` needs no generator."""
+
+    scores: torch.Tensor  # (B, T) uniform: which positions are masked
+    corrupt_r: torch.Tensor  # (B, P) uniform: [MASK] / random / kept
+    corrupt_tokens: torch.Tensor  # (B, P) random token ids
+    gumbel: torch.Tensor | None = None  # RTD: (B, P, V) uniform for the generator's samples (overwritten)
+
+
+class _Compilable:
+    """`compute` runs eagerly unless `compile_step()` was called; `forward` draws, then calls `_compute`."""
+
+    _compiled = None
+
+    def _compute(self, batch, noise, padded):
+        fn = self._compiled if self._compiled is not None else self.compute
+        return fn(batch, noise, padded)
+
+    def compile_step(self, **kwargs) -> None:
+        """torch.compile this objective's `compute` (not the draws, which need the generator): one graph,
+        no breaks when `padded` is passed. Not bit-identical to eager (fused kernels round differently)."""
+        self._compiled = torch.compile(self.compute, **kwargs)
+
+
 def choose_positions(
     input_ids: torch.Tensor,
     attention_mask: torch.Tensor,
@@ -42,6 +74,7 @@ def choose_positions(
     mask_prob: float,
     max_predictions: int,
     rng: torch.Generator | None,
+    scores: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Pick round(mask_prob x real tokens) positions per sequence, uniformly without replacement,
     never [CLS]/[SEP]/[PAD]. As the official ELECTRA `mask()`, the count is over all real tokens,
@@ -49,11 +82,13 @@ def choose_positions(
 
     Returns positions (B, P) and weights (B, P): P = max_predictions is fixed so the step's compute,
     and so its FLOPs, never depends on the draw; rows with fewer picks have weight 0 on the tail.
+    `scores`: the (B, T) uniform draw, made beforehand (`draw_noise`); None: drawn here from `rng`.
     """
     B, T = input_ids.shape
     candidates = attention_mask.bool() & (input_ids != special.cls) & (input_ids != special.sep)
     candidates &= input_ids != special.pad
-    scores = torch.rand(B, T, generator=rng, device=input_ids.device)
+    if scores is None:
+        scores = torch.rand(B, T, generator=rng, device=input_ids.device)
     scores = scores.masked_fill(~candidates, -1.0)
     P = min(max_predictions, T)
     positions = scores.topk(P, dim=1).indices  # (B, P), in random order
@@ -73,15 +108,23 @@ def corrupt(
     mask_frac: float,
     random_frac: float,
     rng: torch.Generator | None,
+    draws: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> torch.Tensor:
-    """Replace chosen positions: mask_frac -> [MASK], random_frac -> a random token, rest unchanged."""
+    """Replace chosen positions: mask_frac -> [MASK], random_frac -> a random token, rest unchanged.
+    `draws`: (r, random_tokens), each (B, P), made beforehand (`corruption_draws`); None: drawn here."""
     originals = torch.gather(input_ids, 1, positions)  # (B, P)
-    r = torch.rand(positions.shape, generator=rng, device=input_ids.device)
-    random_tokens = torch.randint(vocab_size, positions.shape, generator=rng, device=input_ids.device)
-    new = torch.where(r < mask_frac, torch.full_like(originals, special.mask), originals)
-    new = torch.where((r >= mask_frac) & (r < mask_frac + random_frac), random_tokens, new)
-    new = torch.where(weights > 0, new, originals)
+    r, random_tokens = draws if draws is not None else corruption_draws(positions.shape, vocab_size, rng,
+                                                                          input_ids.device)
+    new = originals.masked_fill((r < mask_frac) & (weights > 0), special.mask)  # (B, P)
+    if random_frac > 0:  # RTD has none; its random tokens are drawn all the same, so the stream is one
+        new = torch.where((r >= mask_frac) & (r < mask_frac + random_frac) & (weights > 0), random_tokens, new)
     return input_ids.scatter(1, positions, new)
+
+
+def corruption_draws(shape, vocab_size: int, rng: torch.Generator | None, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """`corrupt`'s draws in its order: a uniform (B, P) choosing what happens, random tokens (B, P)."""
+    r = torch.rand(shape, generator=rng, device=device)
+    return r, torch.randint(vocab_size, shape, generator=rng, device=device)
 
 
 def _weighted_mlm(logits: torch.Tensor, labels: torch.Tensor, weights: torch.Tensor):
@@ -93,7 +136,7 @@ def _weighted_mlm(logits: torch.Tensor, labels: torch.Tensor, weights: torch.Ten
     return loss, acc
 
 
-class MaskedLM(nn.Module):
+class MaskedLM(_Compilable, nn.Module):
     """BERT's objective: 15% of positions, 80% [MASK] / 10% random / 10% kept, predict the originals."""
 
     name = "mlm"
@@ -108,12 +151,31 @@ class MaskedLM(nn.Module):
         """The encoder that is kept and fine-tuned."""
         return self.encoder
 
-    def forward(self, batch: Batch, rng: torch.Generator | None = None) -> ObjectiveResult:
+    def forward(self, batch: Batch, rng: torch.Generator | None = None, *, padded: bool | None = None,
+                noise: Noise | None = None) -> ObjectiveResult:
+        """One step's loss. `padded`: whether the batch has padding, decided on the host (None: read from the
+        attention mask, a host sync on CUDA); `noise`: `draw_noise`'s output (None: drawn here from `rng`)."""
+        if noise is None:
+            noise = self.draw_noise(batch, rng)
+        return self._compute(batch, noise, padded)
+
+    def draw_noise(self, batch: Batch, rng: torch.Generator | None) -> Noise:
+        """Every draw of the step from `rng`, in the order `forward` always made them."""
+        ids = batch["input_ids"]
+        B, T = ids.shape
+        P = min(self.max_predictions, T)
+        scores = torch.rand(B, T, generator=rng, device=ids.device)
+        return Noise(scores, *corruption_draws((B, P), self.encoder.cfg.vocab_size, rng, ids.device))
+
+    def compute(self, batch: Batch, noise: Noise, padded: bool | None = None) -> ObjectiveResult:
+        """The step from its draws: no generator, no host sync when `padded` is given (compiles whole)."""
         ids, seg, att = batch["input_ids"], batch["segment_ids"], batch["attention_mask"]
-        positions, weights = choose_positions(ids, att, self.special, self.mask_prob, self.max_predictions, rng)
+        positions, weights = choose_positions(ids, att, self.special, self.mask_prob, self.max_predictions, None,
+                                              scores=noise.scores)
         labels = torch.gather(ids, 1, positions)  # (B, P)
-        corrupted = corrupt(ids, positions, weights, self.special, self.encoder.cfg.vocab_size, 0.8, 0.1, rng)
-        hidden = self.encoder(corrupted, seg, att)  # (B, T, H)
+        corrupted = corrupt(ids, positions, weights, self.special, self.encoder.cfg.vocab_size, 0.8, 0.1, None,
+                             draws=(noise.corrupt_r, noise.corrupt_tokens))
+        hidden = self.encoder(corrupted, seg, att, padded)  # (B, T, H)
         logits = self.head(hidden, positions)  # (B, P, V)
         loss, acc = _weighted_mlm(logits, labels, weights)
         extras = {"mlm_logits": logits.detach(), "mlm_labels": labels, "mlm_weights": weights}
@@ -126,7 +188,7 @@ class MaskedLM(nn.Module):
         self.head.bias.copy_(unigram_log_probs)
 
 
-class ReplacedTokenDetection(nn.Module):
+class ReplacedTokenDetection(_Compilable, nn.Module):
     """ELECTRA's objective, as its official code does it.
 
     Mask round(15%) of positions ([MASK] in 85% of them, 15% left unchanged); the generator (a narrow MLM
@@ -174,24 +236,49 @@ class ReplacedTokenDetection(nn.Module):
         with its embeddings merged: `kept_encoder`)."""
         return kept_encoder(self.discriminator)
 
-    def forward(self, batch: Batch, rng: torch.Generator | None = None) -> ObjectiveResult:
+    def forward(self, batch: Batch, rng: torch.Generator | None = None, *, padded: bool | None = None,
+                noise: Noise | None = None) -> ObjectiveResult:
+        """One step's loss; `padded` and `noise` as `MaskedLM.forward`."""
+        if noise is None:
+            noise = self.draw_noise(batch, rng)
+        return self._compute(batch, noise, padded)
+
+    def draw_noise(self, batch: Batch, rng: torch.Generator | None) -> Noise:
+        """Every draw of the step from `rng`, in the order `forward` always made them: masking scores,
+        corruption, then the gumbel noise of the generator's samples. With no `rng` (the global generator,
+        which dropout also draws from) the gumbel noise is left to `compute`, after the generator's dropout,
+        where it always was."""
+        ids = batch["input_ids"]
+        B, T = ids.shape
+        P = min(self.max_predictions, T)
+        V = self.discriminator.cfg.vocab_size
+        scores = torch.rand(B, T, generator=rng, device=ids.device)
+        r, tokens = corruption_draws((B, P), V, rng, ids.device)
+        gumbel = None if rng is None else torch.rand(B, P, V, generator=rng, device=ids.device, dtype=torch.float32)
+        return Noise(scores, r, tokens, gumbel)
+
+    def compute(self, batch: Batch, noise: Noise, padded: bool | None = None) -> ObjectiveResult:
+        """The step from its draws: no generator, no host sync when `padded` is given (compiles whole)."""
         ids, seg, att = batch["input_ids"], batch["segment_ids"], batch["attention_mask"]
-        positions, weights = choose_positions(ids, att, self.special, self.mask_prob, self.max_predictions, rng)
+        positions, weights = choose_positions(ids, att, self.special, self.mask_prob, self.max_predictions, None,
+                                              scores=noise.scores)
         labels = torch.gather(ids, 1, positions)  # (B, P)
         V = self.discriminator.cfg.vocab_size
-        gen_in = corrupt(ids, positions, weights, self.special, V, 0.85, 0.0, rng)
+        gen_in = corrupt(ids, positions, weights, self.special, V, 0.85, 0.0, None,
+                          draws=(noise.corrupt_r, noise.corrupt_tokens))
 
-        gen_hidden = self.generator(gen_in, seg, att)  # (B, T, Hg)
+        gen_hidden = self.generator(gen_in, seg, att, padded)  # (B, T, Hg)
         gen_logits = self.gen_head(gen_hidden, positions)  # (B, P, V)
         gen_loss, gen_acc = _weighted_mlm(gen_logits, labels, weights)
 
         with torch.no_grad():
-            sampled = sample_replacements(gen_logits.detach(), labels, self.temperature, self.disallow_correct, rng)
+            sampled = sample_replacements(gen_logits.detach(), labels, self.temperature, self.disallow_correct, None,
+                                          uniform=noise.gumbel)
             sampled = torch.where(weights > 0, sampled, labels)  # (B, P)
             disc_in = ids.scatter(1, positions, sampled)  # (B, T)
             replaced = (disc_in != ids).float()  # (B, T); a correct sample counts as original
 
-        disc_hidden = self.discriminator(disc_in, seg, att)  # (B, T, H)
+        disc_hidden = self.discriminator(disc_in, seg, att, padded)  # (B, T, H)
         disc_logits = self.disc_head(disc_hidden)  # (B, T)
         tok_w = att.float()
         n_tok = tok_w.sum().clamp(min=1.0)
@@ -233,14 +320,24 @@ class ReplacedTokenDetection(nn.Module):
 
 
 def sample_replacements(logits: torch.Tensor, originals: torch.Tensor, temperature: float,
-                        disallow_correct: bool, rng: torch.Generator | None) -> torch.Tensor:
+                        disallow_correct: bool, rng: torch.Generator | None,
+                        uniform: torch.Tensor | None = None) -> torch.Tensor:
     """Gumbel-max samples from softmax(logits / temperature): (B, P, V) -> (B, P). `disallow_correct`
-    removes the original token from the choice (the official code's option); temperature 0 is argmax."""
-    scaled = logits.float() / temperature if temperature > 0 else logits.float() * 1e6
+    removes the original token from the choice (the official code's option); temperature 0 is argmax.
+    `uniform`: the (B, P, V) float32 uniform draw, made beforehand and overwritten here; None: drawn from `rng`.
+
+    (B, P, V) is the largest tensor of the step, so it is touched as few times as possible: the noise is
+    transformed in place, and at temperature 1 the logits are added as they are (x / 1 == x, so no
+    scaled copy)."""
+    if temperature == 1:
+        scaled = logits.float()  # the logits themselves when they are fp32: not written to
+    else:
+        scaled = logits.float() / temperature if temperature > 0 else logits.float() * 1e6
     if disallow_correct:
         scaled = scaled.scatter(-1, originals[..., None], float("-inf"))
-    # gumbel noise -log(-log(u + eps) + eps), in place: (B, P, V) is the largest tensor of the step
-    g = torch.rand(scaled.shape, generator=rng, device=logits.device, dtype=torch.float32)
+    # gumbel noise -log(-log(u + eps) + eps), in place
+    g = uniform if uniform is not None else torch.rand(logits.shape, generator=rng, device=logits.device,
+                                                        dtype=torch.float32)
     g.add_(1e-9).log_().neg_().add_(1e-9).log_().neg_()
     return g.add_(scaled).argmax(-1)
 
@@ -543,7 +640,8 @@ class UniformGenerator(nn.Module):
     and `UniformHead` gives logits 0 over the vocabulary, so replacements are uniform over V (special
     tokens included, as the official code) and the generator loss is the constant log V."""
 
-    def forward(self, input_ids: torch.Tensor, segment_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    def forward(self, input_ids: torch.Tensor, segment_ids: torch.Tensor, attention_mask: torch.Tensor,
+                padded: bool | None = None) -> torch.Tensor:
         return input_ids
 
 

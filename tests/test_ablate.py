@@ -98,6 +98,7 @@ def test_report_refuses_an_ablation_run_in_one_line(tmp_path):
     import sys
 
     (tmp_path / "ablation.json").write_text("{}")
+    (tmp_path / "config.json").write_text("{}")
     proc = subprocess.run([sys.executable, "-m", "electra_bench.cli", "report", str(tmp_path)], capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
