@@ -58,7 +58,8 @@ from torch import nn
 from electra_bench import objectives, presets, special_tokens
 from electra_bench.model import count_parameters
 from electra_bench.objectives import corrupt, choose_positions
-from electra_bench.training.optim import lr_at, param_groups
+from electra_bench.training.optim import lr_at, pretraining_optimizer, set_lr
+from electra_bench.training.step import train_step
 from electra_bench.training.trainer import measure_peak_flops, step_seed
 
 SPECIAL = special_tokens.DEFAULT
@@ -108,12 +109,9 @@ def packed_batch(batch: int, seq_len: int, vocab_size: int, device: torch.device
 
 
 def make_optimizer(module: nn.Module, preset, device: torch.device) -> tuple[torch.optim.Optimizer, list]:
-    """The trainer's optimizer: AdamW over `param_groups` (no decay on LayerNorm/biases, shared params once),
-    fused on CUDA only."""
-    opt = torch.optim.AdamW(
-        param_groups(module, preset.weight_decay), lr=preset.lr, betas=preset.adam_betas, eps=preset.adam_eps,
-        fused=device.type == "cuda",
-    )
+    """The trainer's own optimizer (`training.optim.pretraining_optimizer`: AdamW, no decay on LayerNorm and
+    biases, shared parameters once, fused on CPU and CUDA) and the parameters it clips."""
+    opt = pretraining_optimizer(module, preset, device)
     return opt, [p for g in opt.param_groups for p in g["params"]]
 
 
@@ -128,26 +126,26 @@ class Runner:
     module: nn.Module
 
 
+@dataclasses.dataclass
+class _Loss:
+    loss: torch.Tensor  # what training/step.train_step reads of a forward's result
+
+
 def _train_step(module, optimizer, clip_params, preset, device, bf16, loss_fn) -> Callable[[int], torch.Tensor]:
-    """The body of the trainer's loop, shared by both implementations: only `loss_fn(batch_rng)` differs."""
+    """The trainer's loop body for step i: its lr schedule, seeds and `training.step.train_step` (the
+    function the trainer calls), shared by both implementations: only `loss_fn(rng)` differs."""
+    forward = lambda batch, rng: _Loss(loss_fn(rng))  # noqa: E731 (the batch is bound in loss_fn)
 
     def step(i: int) -> torch.Tensor:
         module.train()
-        lr = lr_at(i, LR_SCHEDULE_STEPS, preset.lr, preset.warmup_fraction)
-        for g in optimizer.param_groups:
-            g["lr"] = lr
+        set_lr(optimizer, lr_at(i, LR_SCHEDULE_STEPS, preset.lr, preset.warmup_fraction))
         seed = step_seed(0, i, 0)
         torch.manual_seed(seed)  # dropout
         rng = torch.Generator(device=device).manual_seed(seed)  # masking, replacements, samples
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-            loss = loss_fn(rng)
-        if not torch.isfinite(loss):  # the trainer checks every step (a host sync on CUDA); so does HF's Trainer
+        result = train_step(forward, optimizer, {}, rng, clip_params, preset.grad_clip, device.type, bf16)
+        if not torch.isfinite(result.loss):  # HF's Trainer checks too; ours reads it at log steps only
             raise RuntimeError(f"non-finite loss at step {i}")
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(clip_params, preset.grad_clip)
-        optimizer.step()
-        return loss.detach()
+        return result.loss.detach()
 
     return step
 
