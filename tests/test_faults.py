@@ -230,17 +230,61 @@ def test_a_budget_beyond_the_papers_schedule_is_said():
 
 
 @pytest.mark.slow
-def test_ctrl_c_during_start_up_is_one_line():
+def test_ctrl_c_during_start_up_is_one_line(tmp_path):
     # after the interpreter's own start-up (~0.1 s idle, more under load; a Ctrl-C inside it is Python's
     # to report): while the command line, torch, then the data are being loaded
     for delay in (1.0, 2.5):
-        p = subprocess.Popen([sys.executable, "-m", "electra_bench", "compare", "--quick"], stderr=subprocess.PIPE,
-                             stdout=subprocess.DEVNULL, text=True)
+        p = subprocess.Popen([sys.executable, "-m", "electra_bench", "compare", "--quick", "--results",
+                              str(tmp_path / f"r{delay}")], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
         time.sleep(delay)
         p.send_signal(signal.SIGINT)
         _, err = p.communicate(timeout=120)
         assert "Traceback" not in err, (delay, err)
         assert p.returncode in (130, -signal.SIGINT), (delay, p.returncode, err)
+
+
+def _pool_workers(parent: int) -> list[int]:
+    """PIDs of the spawn workers whose parent is `parent` (Linux /proc)."""
+    found = []
+    for d in Path("/proc").iterdir():
+        try:
+            if d.name.isdigit() and int((d / "stat").read_text().rsplit(")", 1)[1].split()[1]) == parent \
+                    and b"spawn_main" in (d / "cmdline").read_bytes():
+                found.append(int(d.name))
+        except (OSError, IndexError, ValueError):
+            continue
+    return found
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads workers from /proc")
+def test_ctrl_c_while_workers_train_stops_them_at_once(tmp_path):
+    # a pool's `with` exit waits for running calls: a Ctrl-C used to go unanswered until every
+    # pre-training run had finished (minutes)
+    p = subprocess.Popen([sys.executable, "-m", "electra_bench", "compare", "--quick", "--results", str(tmp_path)],
+                         stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    workers, deadline = [], time.monotonic() + 240
+    while len(workers) < 2 and time.monotonic() < deadline and p.poll() is None:
+        time.sleep(0.5)
+        workers = _pool_workers(p.pid)
+    assert len(workers) == 2, "the pool's two workers never started"
+    time.sleep(2.0)  # past their imports, into pre-training
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert time.monotonic() - t0 < 30
+    assert p.returncode == 130, err
+    assert "Traceback" not in err and "interrupted: run the same command again" in err, err
+    time.sleep(1.0)
+    assert all(_gone(w) for w in workers), "a worker outlived the interrupted run"
+    assert not list(tmp_path.glob("*/.lock")), "the run's lock was left behind"
 
 
 # ---- 6. bad input leaves nothing; 7. one writer per directory --------------------------------------

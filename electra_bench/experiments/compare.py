@@ -23,6 +23,7 @@ import hashlib
 import json
 import multiprocessing
 import os
+import signal
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -234,15 +235,35 @@ def _score_points(spec: CompareSpec, objective: str, pretrain_seed: int, points:
     return rows
 
 
+def _ignore_sigint() -> None:
+    """Worker initializer: a Ctrl-C in a terminal reaches the whole process group; the parent handles it
+    (stops the workers, says one line), so a worker must not die mid-run with a traceback of its own."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """Stop a pool now. `shutdown` alone waits for the running calls (minutes-long pre-training runs), so
+    a Ctrl-C would go unanswered until they end. Killing them is safe: every checkpoint and log row is
+    written atomically or repaired on resume, and a rerun resumes from the last checkpoint."""
+    workers = list((pool._processes or {}).values())  # no public handle on 3.10-3.13 (3.14: terminate_workers)
+    pool.shutdown(wait=False, cancel_futures=True)
+    for w in workers:
+        w.terminate()
+    for w in workers:
+        w.join(timeout=10)
+
+
 def run_jobs(jobs: int, calls: list[tuple], on_done, poll=None) -> None:
     """Run (fn, *args) calls inline (jobs == 1) or in a spawn pool; `on_done(result)` in the parent, in
     submission order, as each finishes (so results are stored as they come); `poll()` about every
-    second while waiting (progress)."""
+    second while waiting (progress). An exception or Ctrl-C in the parent stops the workers at once."""
     if jobs <= 1 or len(calls) <= 1:
         for fn, *args in calls:
             on_done(fn(*args))
         return
-    with ProcessPoolExecutor(max_workers=min(jobs, len(calls)), mp_context=multiprocessing.get_context("spawn")) as pool:
+    pool = ProcessPoolExecutor(max_workers=min(jobs, len(calls)), mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_ignore_sigint)
+    try:
         futures = [pool.submit(fn, *args) for fn, *args in calls]
         for f in futures:
             while True:
@@ -256,6 +277,10 @@ def run_jobs(jobs: int, calls: list[tuple], on_done, poll=None) -> None:
                     raise BenchError("a worker process died (killed, or out of memory: try fewer --jobs); run the "
                                      "same command again to resume where it stopped") from None
             on_done(result)
+    except BaseException:
+        _stop_workers(pool)
+        raise
+    pool.shutdown()
 
 
 class _PretrainMonitor:
