@@ -345,8 +345,8 @@ def compare(preset, budget, quick, long_mode, convention, corpus, source, tasks,
                                source=source, tasks=tasks.split(",") if tasks else None, seeds=seeds,
                                protocol=protocol, device=device, pretrain_seeds=pretrain_seeds, jobs=jobs,
                                threads=threads, overrides=overrides, long=long_mode)
-    summary, rendered = run_compare(spec, root, run_id, quiet=quiet or as_json)
-    _emit_json(summary) if as_json else out.print(rendered)
+    summary, rendered = run_compare(spec, root, run_id, quiet=quiet or as_json, width=out.width)
+    _emit_json(summary) if as_json else click.echo(rendered, nl=False)
 
 
 @main.command()
@@ -380,7 +380,7 @@ def report(runs, fmt):
     from .reporting.report import render
     from .reporting.results import load_compare_run
 
-    click.echo(render([load_compare_run(r) for r in runs], fmt))
+    click.echo(render([load_compare_run(r) for r in runs], fmt, width=out.width))
 
 
 @main.command()

@@ -88,3 +88,24 @@ def test_report_reads_summary_dicts_and_loaded_runs(tmp_path):
 def test_unknown_format(tmp_path):
     with pytest.raises(BenchError, match="unknown report format"):
         report.render([make_run(tmp_path)], "html")
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_terminal_table_fits_narrow_terminals(tmp_path, width):
+    run = make_run(tmp_path)
+    text = report.render([run], "table", width=width)
+    assert max(len(line) for line in text.splitlines()) <= width
+    # the compact layout keeps every point's score and each task's value at the last checkpoints
+    wide = report.render([run], "table", width=400)
+    assert max(len(line) for line in wide.splitlines()) > width  # the full table would not have fit
+    df = report.dataframe([run])
+    for v in df["score_median"].dropna():
+        assert f"{v:.1f}" in text
+    tasks = list(df.columns[list(df.columns).index("n_seeds") + 1:])
+    assert tasks and all(report.TASK_NAMES.get(t, t) in text for t in tasks)
+    assert "Seeds per score" in text
+
+
+def test_wide_terminal_gets_the_full_table(tmp_path):
+    text = report.render([make_run(tmp_path)], "table", width=400)
+    assert "per task" not in text and "Params" in text

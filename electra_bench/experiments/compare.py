@@ -424,7 +424,8 @@ def record_invocation(exp: Experiment) -> dict:
     return _work_done(atomic_io.read_jsonl(run.layout.history))
 
 
-def run_compare(spec: CompareSpec, root: str | Path, run_id: str | None, quiet: bool = False):
+def run_compare(spec: CompareSpec, root: str | Path, run_id: str | None, quiet: bool = False, width: int = 160):
+    """Run (or resume) a compare; return its summary and the report laid out for `width` columns."""
     with experiment(spec, root, run_id or spec.run_id(), quiet) as exp:
         pretrain_phase(exp, quiet)
         score_phase(exp, quiet)
@@ -435,7 +436,7 @@ def run_compare(spec: CompareSpec, root: str | Path, run_id: str | None, quiet: 
         summary.update(work)
         run.write_summary(summary)
         plots.plot_run(run, run.layout.plots)
-        rendered = report.render([run], "table")
+        rendered = report.render([run], "table", width=width)
         atomic_io.write_text(run.layout.report_txt, report.render([run], "table", width=120) + "\n")
         atomic_io.write_text(run.layout.report_md, report.render([run], "md") + "\n")
     return summary, rendered

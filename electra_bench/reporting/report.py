@@ -54,16 +54,16 @@ def _trained(point: Mapping[str, Any]) -> str:
     return f"{p:.3g}%"
 
 
-def _score_text(score: Mapping[str, Any]) -> str:
+def _score_text(score: Mapping[str, Any], with_seeds: bool = True) -> str:
     value = score.get("value")
     if value is None:
         return "-"
     text = f"{value:.1f}"
     if score.get("range") is not None:
         text += f" ± {score['range'] / 2:.1f}"
-    if score.get("band") == "pretrain_seeds":
+    if with_seeds and score.get("band") == "pretrain_seeds":
         text += f" ({score.get('n_pretrain_seeds')} pre-train × {score.get('n_seeds', 0)} eval seeds)"
-    else:
+    elif with_seeds:
         text += f" (n={score.get('n_seeds', 0)})"
     if score.get("missing_tasks"):
         text += " partial"
@@ -137,14 +137,15 @@ def dataframe(runs: Sequence[RunDir | Mapping[str, Any]], *, protocol: str | Non
     return pd.DataFrame(rows)
 
 
-def _display_rows(records: list[dict], tasks: list[str], with_run: bool) -> tuple[list[str], list[list[str]]]:
+def _display_rows(records: list[dict], tasks: list[str], with_run: bool,
+                  seeds_in_cell: bool = True) -> tuple[list[str], list[list[str]]]:
     header = (["Run"] if with_run else []) + ["Model", "Train FLOPs", "Params", "Trained", "Score"] + [
         TASK_NAMES.get(t, t) for t in tasks]
     rows = []
     for r in records:
         row = ([r["run_id"]] if with_run else []) + [
             r["model"], fmt_flops(r["train_flops"]), _params(r["params"]), _trained(r["point"]),
-            _score_text(r["score"]),
+            _score_text(r["score"], seeds_in_cell),
         ] + [_num(r["tasks"].get(t)) for t in tasks]
         rows.append(row)
     return header, rows
@@ -203,20 +204,49 @@ def rich_table(runs: Sequence[RunDir | Mapping[str, Any]], *, protocol: str | No
     summaries = _summaries(runs, task_specs, convention)
     records, tasks = _records(summaries, protocol)
     with_run = len({r["run_id"] for r in records}) > 1
-    header, rows = _display_rows(records, tasks, with_run)
+    header, rows = _display_rows(records, tasks, with_run, seeds_in_cell=False)
     s0 = summaries[0]
     table = Table(title=f"{s0['suite']['name']}: score vs pre-training compute ({s0['flop_convention']} FLOPs)")
     for i, h in enumerate(header):
         table.add_column(h, justify="left" if i <= (1 if with_run else 0) else "right")
     for row in rows:
         table.add_row(*row)
-    return table, _notes(summaries, protocol, with_run)
+    return table, _notes(summaries, protocol, with_run) + [_seed_note(records)]
+
+
+def _compact_tables(records: list[dict], tasks: list[str], with_run: bool, title: str) -> list[Table]:
+    """The same numbers for a narrow terminal: the score table without the per-task columns, then the tasks as rows at each objective's last checkpoint and the
+    untrained encoder (every point's per-task values stay in report.md and --format md/csv)."""
+    main = Table(title=title)
+    for h in (["Run"] if with_run else []) + ["Model", "Train FLOPs", "Trained", "Score"]:
+        main.add_column(h, justify="left" if h in ("Run", "Model") else "right")
+    for r in records:
+        main.add_row(*([r["run_id"]] if with_run else []), r["model"], fmt_flops(r["train_flops"]),
+                     _trained(r["point"]), _score_text(r["score"], with_seeds=False))
+    last: dict[tuple[str, str], dict] = {}
+    for r in records:  # records are ordered by compute within an objective: the last one wins
+        last[(r["run_id"], r["objective"])] = r
+    columns = list(last.values())
+    per_task = Table(title="per task (median primary metric) at the last checkpoint")
+    per_task.add_column("Task")
+    for r in columns:
+        per_task.add_column((f"{r['run_id']} " if with_run else "") + r["model"], justify="right")
+    for t in tasks:
+        per_task.add_row(TASK_NAMES.get(t, t), *[_num(r["tasks"].get(t)) for r in columns])
+    return [main, per_task]
+
+
+def _seed_note(records: list[dict]) -> str:
+    counts = sorted({(r["score"].get("n_pretrain_seeds") if r["score"].get("band") == "pretrain_seeds" else 1,
+                      r["score"].get("n_seeds", 0)) for r in records if r["score"].get("value") is not None})
+    return "Seeds per score: " + ", ".join(f"{p} pre-training × {e} evaluation" for p, e in counts) + "."
 
 
 def render(runs: Sequence[RunDir | Mapping[str, Any]], fmt: str = "table", *, protocol: str | None = None,
            task_specs=None, convention: str | None = None, width: int = 160) -> str:
-    """The report as text. `fmt`: "table" (rich, plain text), "md", "csv" or "latex". Runs may also be
-    given as summary dicts."""
+    """The report as text. `fmt`: "table" (rich, plain text, laid out to fit `width` columns: the full
+    table when it fits, else the compact pair), "md", "csv" or "latex". Runs may also be given as
+    summary dicts."""
     if fmt not in FORMATS:
         raise BenchError(f"unknown report format '{fmt}': choose one of {', '.join(FORMATS)}")
     if fmt == "csv":
@@ -224,7 +254,14 @@ def render(runs: Sequence[RunDir | Mapping[str, Any]], fmt: str = "table", *, pr
     if fmt == "table":
         table, notes = rich_table(runs, protocol=protocol, task_specs=task_specs, convention=convention)
         console = Console(file=io.StringIO(), width=width, color_system=None, force_terminal=False)
-        console.print(table)
+        tables = [table]
+        if Console(file=io.StringIO(), width=10_000).measure(table).maximum > width:  # unwrapped width
+            summaries = _summaries(runs, task_specs, convention)
+            records, tasks = _records(summaries, protocol)
+            with_run = len({r["run_id"] for r in records}) > 1
+            tables = _compact_tables(records, tasks, with_run, str(table.title))
+        for t in tables:
+            console.print(t)
         for n in notes:
             console.print(n, highlight=False, markup=False)
         return console.file.getvalue()
