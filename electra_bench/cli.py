@@ -20,6 +20,7 @@ from rich.markup import escape
 
 from .choices import ALL_OBJECTIVES, EMBEDDING_SHARING, FLOP_CONVENTIONS, PRECISIONS, PROTOCOLS
 from .errors import BenchError
+from .reporting.text_formats import FORMATS
 
 # Piped output (CI logs, files) gets a wide fixed width instead of rich's 80-column default.
 out = Console(width=None if sys.stdout.isatty() else 160)
@@ -373,14 +374,14 @@ def ablate(preset, budget, objectives, quick, convention, corpus, source, tasks,
 
 @main.command()
 @click.argument("runs", nargs=-1, required=True)
-@click.option("--format", "fmt", type=click.Choice(["table", "md", "csv", "latex"]), default="table", show_default=True,
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
               help="Terminal table, Markdown, CSV or LaTeX.")
 def report(runs, fmt):
-    """Paper-style table and headline for one or more runs."""
-    from .reporting.report import render
-    from .reporting.results import load_compare_run
+    """Paper-style table for one or more runs: compare runs in Table 1's layout with the headline,
+    ablation runs in Table 5's."""
+    from .reporting.report import render_runs
 
-    click.echo(render([load_compare_run(r) for r in runs], fmt, width=out.width))
+    click.echo(render_runs(runs, fmt, width=out.width))
 
 
 @main.command()

@@ -73,7 +73,7 @@ def _wrap(text: str, width: int) -> str:
     return "\n".join(textwrap.fill(line, width) for line in text.split("\n"))
 
 
-def _fit(text: str, width_in: float, fontsize: float) -> str:
+def fit_text(text: str, width_in: float, fontsize: float) -> str:
     """`text` wrapped to `width_in` inches at `fontsize` points (DejaVu Sans averages about 0.6 em)."""
     return _wrap(text, max(20, int(width_in * 72 / (0.6 * fontsize)) - 4))
 
@@ -378,8 +378,8 @@ def figure_tasks(summary: Mapping[str, Any], *, protocol: str | None = None):
         spare[0].legend(handles, labels, loc="center", title=note, frameon=False, **legend_kw)
     else:
         fig.legend(handles, labels, loc="outside lower center", ncols=1 if ncols == 1 else 3, frameon=False,
-                   title=_fit(note.replace("\n", "; "), fig.get_figwidth(), 8), **legend_kw)
-    fig.suptitle(_fit(f"{summary['suite']['name']}: each task's primary metric vs pre-training compute ({protocol} "
+                   title=fit_text(note.replace("\n", "; "), fig.get_figwidth(), 8), **legend_kw)
+    fig.suptitle(fit_text(f"{summary['suite']['name']}: each task's primary metric vs pre-training compute ({protocol} "
                       "protocol); each panel's y axis is zoomed to its own range", fig.get_figwidth(), 10), fontsize=10)
     return fig
 

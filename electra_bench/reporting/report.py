@@ -21,10 +21,12 @@ from rich.table import Table
 
 from ..errors import BenchError
 from . import summary as summary_mod
-from .results import RunDir
+from ..layout import RunLayout
+from . import ablation
+from .results import RunDir, load_compare_run
 from .summary import fmt_flops
+from .text_formats import FORMATS, latex_table, markdown_table
 
-FORMATS = ("table", "md", "csv", "latex")
 
 # column headers for GLUE tasks in the human-readable formats (CSV keeps the task ids)
 TASK_NAMES = {"cola": "CoLA", "sst2": "SST-2", "mrpc": "MRPC", "stsb": "STS-B", "qqp": "QQP", "mnli": "MNLI",
@@ -170,34 +172,6 @@ def _notes(summaries: list[dict], protocol: str | None, with_run: bool) -> list[
     return lines
 
 
-def _markdown(header: list[str], rows: list[list[str]]) -> str:
-    def esc(c: str) -> str:
-        return c.replace("|", "\\|")
-
-    out = ["| " + " | ".join(esc(h) for h in header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    out += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
-    return "\n".join(out)
-
-
-_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
-
-
-def _latex_escape(text: str) -> str:
-    text = "".join(_LATEX_SPECIAL.get(c, c) for c in text)
-    return text.replace("±", r"$\pm$")
-
-
-def _latex(header: list[str], rows: list[list[str]], notes: list[str]) -> str:
-    cols = "l" * 1 + "r" * (len(header) - 1)
-    out = [r"% requires \usepackage{booktabs}", rf"\begin{{tabular}}{{{cols}}}", r"\toprule",
-           " & ".join(_latex_escape(h) for h in header) + r" \\", r"\midrule"]
-    out += [" & ".join(_latex_escape(c) for c in row) + r" \\" for row in rows]
-    out += [r"\bottomrule", r"\end{tabular}"]
-    out += ["% " + n for n in notes]
-    return "\n".join(out)
-
-
 def rich_table(runs: Sequence[RunDir | Mapping[str, Any]], *, protocol: str | None = None, task_specs=None,
                convention: str | None = None):
     """A rich.table.Table (for printing to a terminal) and the note lines under it."""
@@ -271,5 +245,17 @@ def render(runs: Sequence[RunDir | Mapping[str, Any]], fmt: str = "table", *, pr
     header, rows = _display_rows(records, tasks, with_run)
     notes = _notes(summaries, protocol, with_run)
     if fmt == "md":
-        return _markdown(header, rows) + "\n\n" + "\n".join(f"- {n}" for n in notes) + "\n"
-    return _latex(header, rows, notes) + "\n"
+        return markdown_table(header, rows) + "\n\n" + "\n".join(f"- {n}" for n in notes) + "\n"
+    return latex_table(header, rows, notes) + "\n"
+
+
+def render_runs(paths: Sequence[str], fmt: str = "table", width: int = 160) -> str:
+    """`electra-bench report`: compare runs in Table 1's layout (`render`), ablation runs in Table 5's
+    (reporting/ablation.py); one kind per call, since the two tables share no columns."""
+    ablations = [p for p in paths if RunLayout(p).ablation.is_file()]
+    if not ablations:
+        return render([load_compare_run(p) for p in paths], fmt, width=width)
+    if len(ablations) < len(paths):
+        other = next(p for p in paths if p not in ablations)
+        raise BenchError(f"{other} is a compare run and {ablations[0]} an ablation run: report one kind at a time")
+    return ablation.render_runs(ablations, fmt, width)

@@ -61,7 +61,7 @@ def _diff_keys(a: Any, b: Any, prefix: str = "") -> list[str]:
 _MISSING = object()
 
 
-def _read_json(path: Path, what: str) -> Any:
+def read_json(path: Path, what: str) -> Any:
     if not path.is_file():
         raise BenchError(f"{at(path)}: {what} not found")
     try:
@@ -197,7 +197,7 @@ class RunDir:
     # -- files ------------------------------------------------------------------------------------------
     @property
     def config(self) -> dict:
-        return _read_json(self.layout.config, "run config")
+        return read_json(self.layout.config, "run config")
 
     def pretrain_seeds(self, objective: str) -> list[int]:
         """The pre-training seeds that have a log for `objective`."""
@@ -209,7 +209,7 @@ class RunDir:
 
     def provenance(self) -> dict | None:
         path = self.layout.provenance
-        return _read_json(path, "provenance") if path.exists() else None
+        return read_json(path, "provenance") if path.exists() else None
 
     def write_provenance(self, provenance: Mapping[str, Any]) -> None:
         self._require_writable("write provenance")
@@ -220,7 +220,7 @@ class RunDir:
         path = self.layout.summary
         if not path.exists():
             return None
-        data = _read_json(path, "summary")
+        data = read_json(path, "summary")
         if not isinstance(data, dict) or "schema_version" not in data:
             raise BenchError(f"{at(path)}: not a run summary (no schema_version)")
         return data
@@ -333,7 +333,7 @@ def open_run(root: str | Path, run_id: str, config: Mapping[str, Any], *, create
     try:
         config_path = run.layout.config
         if config_path.exists():
-            stored = _read_json(config_path, "run config")
+            stored = read_json(config_path, "run config")
             if stored != wanted:
                 keys = _diff_keys(stored, wanted)
                 shown = ", ".join(keys[:5]) + (f" and {len(keys) - 5} more" if len(keys) > 5 else "")
@@ -356,7 +356,7 @@ def load_run(path: str | Path) -> RunDir:
     if not path.is_dir():
         raise BenchError(f"{at(path)}: no such run directory")
     config_path = RunLayout(path).config
-    config = _read_json(config_path, "run config")
+    config = read_json(config_path, "run config")
     if not isinstance(config, dict):
         raise BenchError(f"{at(config_path)}: run config must be a JSON object")
     return RunDir(path, writable=False)
@@ -367,6 +367,6 @@ def load_compare_run(path: str | Path) -> RunDir:
     carries its own Table 5 instead, and is refused with a pointer to it."""
     run = load_run(path)
     if run.layout.ablation.is_file():
-        raise BenchError(f"{path} is an ablation run: its Table 5 is {run.layout.report_txt} (and "
-                         f"{run.layout.ablation.name}, {run.layout.report_md.name}); this command reads compare runs")
+        raise BenchError(f"{path} is an ablation run: this command reads compare runs (`electra-bench report "
+                         f"{path}` renders its Table 5)")
     return run
