@@ -133,7 +133,8 @@ def test_rows_per_size_then_bert_and_untrained():
 def test_render_md_csv_latex_and_table():
     result = _result(sizes=(0.25, 1.0))
     md = render_sweep(result, "md")
-    assert "| Model | generator | gen hidden | steps | FLOPs/step (measured) |" in md
+    assert "| Model | generator | hidden | steps | FLOPs/step | train FLOPs | score | band | vs BERT |" in md
+    assert "(measured)" in md.splitlines()[0]
     assert "| ELECTRA, generator 0.25 | 0.25 | 32 | 100 |" in md and "| BERT | - | - | 100 |" in md
     assert md.count("\n|") == 6  # header, rule, 2 sizes, BERT, untrained
     lines = render_sweep(result, "csv").splitlines()
@@ -144,8 +145,11 @@ def test_render_md_csv_latex_and_table():
     assert float(first[header.index("flops_per_step_paper")]) == result["rows"][0]["flops_per_step"]["paper"]
     latex = render_sweep(result, "latex")
     assert r"\begin{tabular}{lrrrrrrrr}" in latex and "ELECTRA, generator 0.25 & 0.25 & 32" in latex
-    text = render_sweep(result, "table", width=160)
+    text = render_sweep(result, "table", width=120)
     assert "Generator size (ELECTRA Figure 3)" in text and "untrained" in text
+    # one line per row at 120 columns (report.txt's width): labels are not wrapped
+    assert "│ ELECTRA, generator 0.25 │" in text and "│ BERT " in text
+    assert max(len(line) for line in text.splitlines()) <= 120
     with pytest.raises(BenchError, match="unknown format 'xml'"):
         render_sweep(result, "xml")
 
@@ -217,6 +221,7 @@ def test_sweep_end_to_end_at_a_tiny_budget(tmp_path):
               layout.plots / "generator_size.png", layout.plots / "generator_size.svg"):
         assert f.is_file(), f
     assert load_sweep(layout.root) == json.loads(json.dumps(result))
+    assert plots.text_overlaps(sweep.figure_sweep(result)) == []
     rows = {r["point"] + "/" + r["objective"]: r for r in result["rows"]}
     assert list(rows) == ["gen-0.25/rtd", "gen-1/rtd", "bert/mlm", "bert/init"]
     small, big = rows["gen-0.25/rtd"], rows["gen-1/rtd"]

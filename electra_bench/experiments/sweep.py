@@ -250,8 +250,8 @@ def _title(result: Mapping[str, Any]) -> str:
 
 def _table(result: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
     conv = result["flop_convention"]
-    head = ["Model", "generator", "gen hidden", "steps", f"FLOPs/step ({conv})", "train FLOPs", "score", "band",
-            "vs BERT"]
+    # short headers (the FLOP convention is in the title): the terminal table fits 120 columns
+    head = ["Model", "generator", "hidden", "steps", "FLOPs/step", "train FLOPs", "score", "band", "vs BERT"]
     body = []
     for r in result["rows"]:
         frac = r["generator_fraction"]
@@ -300,7 +300,7 @@ def render_sweep(result: Mapping[str, Any], fmt: str = "table", width: int | Non
 
     t = Table(title=title)
     for i, h in enumerate(head):
-        t.add_column(h, justify="left" if i == 0 else "right")
+        t.add_column(h, justify="left" if i == 0 else "right", no_wrap=i == 0)
     for b in body:
         t.add_row(*b)
     console = Console(width=width or 120, record=True, file=io.StringIO())
@@ -425,7 +425,7 @@ def _band_phrase(rows) -> str:
     n_eval = max((r["n_eval_seeds"] for r in rows), default=1)
     if n_pre > 1:
         return f"range over {n_pre} pre-training seeds"
-    return f"range over {n_eval} evaluation seeds"
+    return f"range over {n_eval} evaluation seeds" if n_eval > 1 else "none, one seed"
 
 
 def plot_sweep(result: Mapping[str, Any], out_dir: str | Path) -> list[Path]:
