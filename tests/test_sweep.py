@@ -259,3 +259,13 @@ def test_report_refuses_a_sweep_run_in_one_line(tmp_path):
                           text=True, timeout=120)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "generator-size sweep" in proc.stderr
+
+
+def test_a_budget_below_one_step_of_the_biggest_generator_names_it_and_creates_nothing(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "electra_bench", "sweep", "--quick", "--budget", "1e9",
+                           "--generator-sizes", "0.25,1", "--batch-size", "8", "--seq-len", "32", "--vocab-size", "300",
+                           "--corpus", str(_corpus(tmp_path)), "--tasks", "rt-polarity",
+                           "--results", str(tmp_path / "results")], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert "generator size 1: budget 1e+09 FLOPs is smaller than one training step of rtd" in proc.stderr
+    assert not (tmp_path / "results").exists()

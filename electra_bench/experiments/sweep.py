@@ -469,7 +469,10 @@ def run_sweep(spec: SweepSpec, root: str | Path, run_id: str | None = None, quie
         if base.budget.strip().endswith("%"):  # a share of the preset's own schedule: the same FLOPs for all
             ps = dataclasses.replace(ps, budget=repr(budget))
         pp = runner.with_vocab(ps.resolved_preset(), data.tokenizer.vocab_size)
-        plans = {o: runner.plan(pp, o, budget, base.convention) for o in ps.objectives}  # >= one step each
+        try:
+            plans = {o: runner.plan(pp, o, budget, base.convention) for o in ps.objectives}  # >= one step each
+        except BenchError as e:
+            raise BenchError(f"{'BERT' if g is None else f'generator size {g:g}'}: {e}") from None
         points.append((name, g, ps, pp, plans))
     del data
 
