@@ -120,7 +120,6 @@ class SweepSpec:
 def resolve_spec(*, generator_sizes=None, pretrain_seeds=None, jobs=None, threads=None, overrides=None,
                  **compare_options) -> SweepSpec:
     """Check the sizes and the overrides (before anything is created) and resolve compare's spec."""
-    from .. import presets
     from ..choices import OBJECTIVES
     from .compare import CompareSpec, default_parallelism
 
@@ -245,7 +244,8 @@ def _num(x, fmt="{:.1f}", signed=False) -> str:
 def _title(result: Mapping[str, Any]) -> str:
     return (f"Generator size (ELECTRA Figure 3): {result['preset']}, discriminator hidden "
             f"{result['discriminator_hidden']}, every run to {result['budget_flops']:.2g} FLOPs "
-            f"({result['flop_convention']}), {result['protocol']}; score = {result['aggregate']} at the final checkpoint")
+            f"({result['flop_convention']}), {result['protocol']}; "
+            f"score = {result['aggregate']} at the final checkpoint")
 
 
 def _table(result: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
