@@ -219,7 +219,7 @@ def signal(seq_len, mask_prob, vocab_size, as_json):
 
 
 def experiment_options(fn):
-    """What every experiment (compare, ablate) takes: data, evaluation, where results go, parallelism."""
+    """What every experiment (compare, ablate, sweep) takes: data, evaluation, where results go, parallelism."""
     opts = [
         click.option("--convention", type=click.Choice(FLOP_CONVENTIONS), default="measured", show_default=True,
                      help=CONVENTION_HELP),
@@ -370,6 +370,30 @@ def ablate(preset, budget, objectives, quick, convention, corpus, source, tasks,
                         overrides=overrides)
     result, rendered = run_ablate(spec, root, run_id, quiet=quiet or as_json)
     _emit_json(result) if as_json else click.echo(rendered)
+
+
+@main.command()
+@click.option("--preset", default=None, help="Default: tiny (the embedded CPU default).")
+@click.option("--budget", default=None, help="Budget of every pre-training run (default: the preset's tuned default).")
+@click.option("--generator-sizes", default=None,
+              help="Comma-separated generator hidden sizes, each a fraction of the discriminator's (<= 1) or "
+                   "absolute (a whole number > 1); default: the paper's Figure 3, 0.125,0.25,0.5,0.75,1.0. "
+                   "(--generator-size, singular, sets one generator elsewhere and is refused here.)")
+@click.option("--quick", is_flag=True, help="compare --quick's budget and probes (for CI).")
+@experiment_options
+@override_options
+def sweep(preset, budget, generator_sizes, quick, convention, corpus, source, tasks, seeds, pretrain_seeds, protocol,
+          root, run_id, device, jobs, threads, quiet, as_json, overrides):
+    """The paper's generator-size sweep (Figure 3): ELECTRA at each generator size and BERT, all to one
+    budget; every checkpoint scored; score vs generator size and vs FLOPs."""
+    from .experiments.sweep import resolve_spec, run_sweep
+
+    spec = resolve_spec(generator_sizes=generator_sizes, preset=preset, budget=budget, quick=quick,
+                        convention=convention, corpus=corpus, source=source,
+                        tasks=tasks.split(",") if tasks else None, seeds=seeds, protocol=protocol, device=device,
+                        pretrain_seeds=pretrain_seeds, jobs=jobs, threads=threads, overrides=overrides)
+    result, rendered = run_sweep(spec, root, run_id, quiet=quiet or as_json, width=out.width)
+    _emit_json(result) if as_json else click.echo(rendered, nl=False)
 
 
 @main.command()

@@ -17,6 +17,12 @@ A compare run (`results/<run-id>/`, reporting/results.py):
 
 An ablation run (`electra-bench ablate`, experiments/ablate.py) has the same layout with
 `ablation.json` (its Table 5) in place of summary.json and plots/.
+
+A generator-size sweep (`electra-bench sweep`, experiments/sweep.py) is a run whose points are runs:
+
+    config.json  provenance.json  history.jsonl  sweep.json  report.md  report.txt  plots/  .lock
+    points/gen-<size>/   one compare-layout run per generator size (objective rtd)
+    points/bert/         the MLM reference and the untrained encoder (a compare-layout run)
 """
 
 from __future__ import annotations
@@ -64,6 +70,8 @@ class RunLayout:
     scores = property(lambda self: self.root / "scores.jsonl")
     summary = property(lambda self: self.root / "summary.json")
     ablation = property(lambda self: self.root / "ablation.json")  # an ablation run's table
+    sweep = property(lambda self: self.root / "sweep.json")  # a generator-size sweep's table
+    points = property(lambda self: self.root / "points")  # a sweep's runs, one per point
     plots = property(lambda self: self.root / "plots")
     lock = property(lambda self: self.root / ".lock")
 

@@ -372,16 +372,16 @@ def pretrain_phase(exp: Experiment, quiet: bool) -> None:
     exp.timings["pretrain_s"] = time.perf_counter() - t
 
 
-def score_phase(exp: Experiment, quiet: bool, final_only: bool = False) -> None:
-    """Score the untrained encoder and every checkpoint (`final_only`: the last one) of every run on
-    every task and evaluation seed not scored yet; rows are stored as they come."""
+def score_calls(exp: Experiment, final_only: bool = False, include_init: bool = True) -> list[tuple]:
+    """The (_score_job, ...) calls that score what is missing: the untrained encoder (`include_init`) and
+    every checkpoint (`final_only`: the last one) of every run, on every task and evaluation seed not
+    scored yet. Each call returns score rows for `exp.run`."""
     spec, run, plans = exp.spec, exp.run, exp.plans
     seeds = list(range(spec.seeds))
-    t = time.perf_counter()
     names = [task.spec.name for task in exp.tasks]
     calls = []
     for s in range(spec.pretrain_seeds):
-        for objective in ("init",) + tuple(plans):
+        for objective in (("init",) if include_init else ()) + tuple(plans):
             if objective == "init":
                 points = [(0.0, 0, 0.0, None)]
             else:
@@ -394,6 +394,17 @@ def score_phase(exp: Experiment, quiet: bool, final_only: bool = False) -> None:
             points = [pt for pt in points if todo[pt[0]]]
             if points:
                 calls.append((_score_job, spec, objective, s, points, todo))
+    return calls
+
+
+def score_phase(exp: Experiment, quiet: bool, final_only: bool = False) -> None:
+    """Score the untrained encoder and every checkpoint (`final_only`: the last one) of every run on
+    every task and evaluation seed not scored yet; rows are stored as they come."""
+    spec, run = exp.spec, exp.run
+    seeds = list(range(spec.seeds))
+    t = time.perf_counter()
+    names = [task.spec.name for task in exp.tasks]
+    calls = score_calls(exp, final_only)
 
     scoring = PhaseProgress(quiet)  # in units of (encoder, task, eval seed)
     scoring.add("scoring", sum(len(todo[pt[0]]) for *_, points, todo in calls for pt in points) * len(seeds))

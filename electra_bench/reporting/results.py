@@ -364,8 +364,12 @@ def load_run(path: str | Path) -> RunDir:
 
 def load_compare_run(path: str | Path) -> RunDir:
     """`load_run` for what summarises MLM vs RTD (report, check, baseline, history): an ablation run
-    carries its own Table 5 instead, and is refused with a pointer to it."""
+    carries its own Table 5 instead, a generator-size sweep its sweep.json; each is refused with a
+    pointer to it."""
     run = load_run(path)
+    if run.layout.sweep.is_file() or run.layout.points.is_dir():
+        raise BenchError(f"{path} is a generator-size sweep: its table is {run.layout.report_txt} (and "
+                         f"{run.layout.sweep.name}, {run.layout.report_md.name}, plots/); this command reads compare runs")
     if run.layout.ablation.is_file():
         raise BenchError(f"{path} is an ablation run: this command reads compare runs (`electra-bench report "
                          f"{path}` renders its Table 5)")
