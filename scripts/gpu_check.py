@@ -33,6 +33,7 @@ import json
 import math
 import os
 import platform
+import shutil
 import signal
 import socket
 import subprocess
@@ -262,6 +263,9 @@ def plan_budget(preset_name: str, objective: str, shape: tuple[int | None, int |
 
 def pretrain_cmd(python: str, cfg: Config, preset: str, shape, objective: str, budget: str, precision: str,
                  out: Path, peak_flops: float | None, launcher: list[str] | None = None) -> list[str]:
+    """The pretrain command line, into a fresh `out` (a previous check's run there is removed: the trainer
+    would otherwise report that finished run instead of training)."""
+    shutil.rmtree(out, ignore_errors=True)
     cmd = (launcher or [python]) + ["-m", "electra_bench.cli", "pretrain", "--preset", preset, "--objective",
                                     objective, "--budget", budget, "--device", cfg.device, "--precision", precision,
                                     "--seed", "0", "--log-every", "1", "--quiet", "--no-resume", "--out", str(out),
