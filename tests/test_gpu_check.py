@@ -99,3 +99,14 @@ def test_dry_run_writes_every_section(tmp_path):
     for heading in ("## Environment", "## bench_train", "## Loss parity", "## Distributed", "## Steps"):
         assert heading in md
     assert md.count("|---|") >= 5 and "CPU DRY RUN" in md
+
+
+def test_a_command_over_its_cap_or_failing_is_recorded_not_raised():
+    s = gc.Step("slow", 1.5)
+    assert gc.run_cmd([sys.executable, "-c", "import time; time.sleep(30)"], s, 1.5) is None
+    assert s.status.startswith("timeout") and not s.ok
+    s = gc.Step("bad", 30)
+    assert gc.run_cmd([sys.executable, "-c", "raise SystemExit('broken thing')"], s, 30) is None
+    assert s.status.startswith("failed (exit 1)") and "broken thing" in s.status
+    s = gc.Step("good", 30)
+    assert gc.run_cmd([sys.executable, "-c", "print(42)"], s, 30).stdout.strip() == "42" and s.ok
