@@ -4,6 +4,7 @@
     python benchmarks/bench_train.py --presets small --batch-size small=32 --steps 3 --repeats 3
     python benchmarks/bench_train.py --device cuda                     # bf16 autocast, fused AdamW
     python benchmarks/bench_train.py --json results.json               # also write machine-readable results
+    python benchmarks/bench_train.py --device cuda --compile           # the step torch.compiled, as `pretrain --compile`
 
 What one "step" is, for both sides: forward + backward + AdamW step + grad-norm clip, as
 `electra_bench.training.trainer.pretrain` does it (same optimizer settings, param groups, clip, lr set every
@@ -33,6 +34,15 @@ ALL children waited for so far, and Linux carries ru_maxrss over fork + exec, so
 parent's RSS) minus a baseline child that imports the same libraries and builds the batch.
 CUDA: torch.cuda.max_memory_allocated in that child.
 
+CUDA, in the timing process too: `cuda_peak_bytes`, torch.cuda.max_memory_allocated from building the row's
+models to the end of its timing (every implementation of the row resident: with --no-hf, ours alone), so
+--no-memory still reports memory without compiling the step a second time in a subprocess.
+
+--compile: the step's forward is compiled exactly as `pretrain --compile` compiles it
+(`training.trainer.compile_forward`), the HF models with `torch.compile(model)`; the compilation happens in
+the untimed warm-up steps (`first_step_s` records the first, compiling, step). Eager and compiled are
+separate invocations, so they are separate rows (the JSON header and the table title say which).
+
 If `transformers` (the `bench` extra) is missing, the HF columns are skipped with a note.
 """
 
@@ -60,7 +70,7 @@ from electra_bench.model import count_parameters
 from electra_bench.objectives import corrupt, choose_positions
 from electra_bench.training.optim import lr_at, pretraining_optimizer, set_lr
 from electra_bench.training.step import train_step
-from electra_bench.training.trainer import measure_peak_flops, step_seed
+from electra_bench.training.trainer import compile_forward, measure_peak_flops, step_seed
 
 SPECIAL = special_tokens.DEFAULT
 LR_SCHEDULE_STEPS = 10_000  # lr_at() is evaluated every step, as in the trainer; its value does not matter here
@@ -150,11 +160,12 @@ def _train_step(module, optimizer, clip_params, preset, device, bf16, loss_fn) -
     return step
 
 
-def build_ours(preset, objective: str, batch: dict, device: torch.device, bf16: bool) -> Runner:
+def build_ours(preset, objective: str, batch: dict, device: torch.device, bf16: bool, compile: bool | str = False) -> Runner:
     torch.manual_seed(0)
     model = objectives.build(objective, preset, SPECIAL).to(device)
     optimizer, clip_params = make_optimizer(model, preset, device)
-    step = _train_step(model, optimizer, clip_params, preset, device, bf16, lambda rng: model(batch, rng).loss)
+    forward = compile_forward(model, **_compile_kwargs(compile)) if compile else model  # as `pretrain --compile`
+    step = _train_step(model, optimizer, clip_params, preset, device, bf16, lambda rng: forward(batch, rng).loss)
     name = "MaskedLM" if objective == "mlm" else "ReplacedTokenDetection"
     return Runner("ours", name, count_parameters(model), step, model)
 
@@ -177,7 +188,7 @@ def _hf_config(cfg, cls):
     return BertConfig(**kw)
 
 
-def build_hf(preset, objective: str, batch: dict, device: torch.device, bf16: bool) -> Runner:
+def build_hf(preset, objective: str, batch: dict, device: torch.device, bf16: bool, compile: bool | str = False) -> Runner:
     from transformers import BertForMaskedLM, ElectraForMaskedLM, ElectraForPreTraining
 
     torch.manual_seed(0)
@@ -198,6 +209,7 @@ def build_hf(preset, objective: str, batch: dict, device: torch.device, bf16: bo
             model, name = ElectraForMaskedLM(_hf_config(enc, "electra")), "ElectraForMaskedLM (E!=H)"
         model.to(device)
         container = model
+        model = torch.compile(model, **_compile_kwargs(compile)) if compile else model
 
         def loss_fn(rng):
             positions, weights, _, labels = mask(rng)
@@ -212,6 +224,8 @@ def build_hf(preset, objective: str, batch: dict, device: torch.device, bf16: bo
         container = nn.ModuleDict({"generator": gen, "discriminator": disc}).to(device)
         assert gen.generator_lm_head.weight is disc.electra.embeddings.word_embeddings.weight
         name = "ElectraForMaskedLM + ElectraForPreTraining"
+        if compile:
+            gen, disc = torch.compile(gen, **_compile_kwargs(compile)), torch.compile(disc, **_compile_kwargs(compile))
 
         def loss_fn(rng):
             positions, weights, originals, labels = mask(rng)
@@ -235,6 +249,11 @@ def build_hf(preset, objective: str, batch: dict, device: torch.device, bf16: bo
 BUILDERS = {"ours": build_ours, "hf": build_hf}
 
 
+def _compile_kwargs(compile) -> dict:
+    """`compile` is False, True (torch.compile's default backend, inductor, as the trainer) or a backend name."""
+    return {"backend": compile} if isinstance(compile, str) and compile != "inductor" else {}
+
+
 # ------------------------------------------------------------------------------------------- timing
 
 
@@ -250,11 +269,15 @@ def time_window(runner: Runner, n: int, start: int, device: torch.device) -> flo
 def bench_config(preset, objective: str, impls: list[str], device, bf16: bool, args) -> dict:
     """Build each implementation, warm it up, then time alternating windows; returns raw and median figures."""
     batch = packed_batch(preset.batch_size, preset.seq_len, preset.encoder.vocab_size, device)
-    runners = [BUILDERS[impl](preset, objective, batch, device, bf16) for impl in impls]
-    first_loss, warm_s = {}, {}
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    runners = [BUILDERS[impl](preset, objective, batch, device, bf16, args.compile_backend) for impl in impls]
+    first_loss, warm_s, first_s = {}, {}, {}
     for r in runners:
+        t0 = time.perf_counter()
         loss = r.step(0)
-        first_loss[r.impl] = float(loss)
+        first_loss[r.impl] = float(loss)  # a host sync: first_s is the whole first step (compilation included)
+        first_s[r.impl] = time.perf_counter() - t0
         for i in range(1, args.warmup):
             r.step(i)
         warm_s[r.impl] = time_window(r, 1, args.warmup, device)  # one more step: the per-step estimate
@@ -274,12 +297,15 @@ def bench_config(preset, objective: str, impls: list[str], device, bf16: bool, a
         out[r.impl] = {
             "model": r.model_name, "params": r.params, "steps_per_window": n, "window_s": times[r.impl],
             "tokens_per_s": tokens / med, "tokens_per_s_all": [tokens / t for t in times[r.impl]],
-            "step_s": med / n, "first_loss": first_loss[r.impl],
+            "step_s": med / n, "first_loss": first_loss[r.impl], "first_step_s": first_s[r.impl],
         }
         if r.impl == "hf":
             out[r.impl]["attn_implementation"] = getattr(
                 getattr(r.module, "config", None) or r.module["discriminator"].config, "_attn_implementation", None
             )
+    if device.type == "cuda":
+        sync(device)
+        out["cuda_peak_bytes"] = torch.cuda.max_memory_allocated(device)  # every runner of the row resident
     del runners, batch
     if device.type == "cuda":
         torch.cuda.empty_cache()
@@ -309,7 +335,8 @@ def _child(spec: dict) -> None:
         torch.cuda.reset_peak_memory_stats(device)
     batch = packed_batch(preset.batch_size, preset.seq_len, preset.encoder.vocab_size, device)
     if spec["impl"] != "baseline":
-        runner = BUILDERS[spec["impl"]](preset, spec["objective"], batch, device, spec["bf16"])
+        runner = BUILDERS[spec["impl"]](preset, spec["objective"], batch, device, spec["bf16"],
+                                        spec.get("compile", False))
         for i in range(spec["steps"]):
             runner.step(i)
         sync(device)
@@ -354,7 +381,8 @@ def run_child(spec: dict) -> dict:
 
 def measure_memory(preset, objective: str, impls: list[str], device, bf16: bool, args) -> dict:
     base = {"device": str(device), "preset": preset.name, "batch_size": preset.batch_size, "seq_len": preset.seq_len,
-            "objective": objective, "bf16": bf16, "steps": args.memory_steps, "threads": args.threads}
+            "objective": objective, "bf16": bf16, "steps": args.memory_steps, "threads": args.threads,
+            "compile": args.compile_backend}
     out = {}
     for impl in impls:
         r = run_child({**base, "impl": impl})
@@ -433,6 +461,7 @@ def table(rows: list[dict], header: dict) -> str:
     lines = [
         (
             f"# bench_train  {header['date']}  device={header['device']}  precision={header['precision']}  "
+            f"{'compiled (torch.compile, ' + str(header.get('compile_backend')) + ')' if header.get('compile') else 'eager'}  "
             f"threads={header['machine']['threads']}"
         ),
         (
@@ -454,6 +483,8 @@ def table(rows: list[dict], header: dict) -> str:
     for r in rows:
         o, h = r["ours"], r.get("hf")
         mo, mh = r.get("memory", {}).get("ours"), r.get("memory", {}).get("hf")
+        if mo is None and h is None and r.get("cuda_peak_bytes") is not None:  # --no-memory --no-hf on CUDA
+            mo = {"peak_bytes": r["cuda_peak_bytes"]}
         ratio = f"**{o['tokens_per_s'] / h['tokens_per_s']:.2f}x**" if h else "-"
         memr = f"{mh['peak_bytes'] / mo['peak_bytes']:.2f}x" if (mo and mh and mo["peak_bytes"] > 0) else "-"
         hf_rate = _fmt_rate(h["tokens_per_s"]) if h else "-"
@@ -488,6 +519,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's choice)")
     ap.add_argument("--flops-convention", default="measured", choices=["measured", "paper"])
     ap.add_argument("--peak-n", type=int, default=None, help="matmul size for the peak (default 2048 CPU, 8192 CUDA)")
+    ap.add_argument("--compile", action="store_true",
+                    help="torch.compile the step as `pretrain --compile` does (HF: torch.compile(model)); "
+                         "compilation happens in the warm-up")
+    ap.add_argument("--compile-backend", default="inductor",
+                    help="torch.compile backend with --compile (default inductor, the trainer's; aot_eager: "
+                         "traces forward and backward without code generation, for quick CPU smoke runs)")
     ap.add_argument("--no-hf", action="store_true", help="skip the HuggingFace columns")
     ap.add_argument("--no-memory", action="store_true", help="skip the peak-memory subprocesses")
     ap.add_argument("--memory-steps", type=int, default=3, help="steps each memory subprocess runs (default 3)")
@@ -507,6 +544,7 @@ def main(argv: list[str] | None = None) -> int:
     bs, sl, st = (_per_preset(args.batch_size, "--batch-size"), _per_preset(args.seq_len, "--seq-len"),
                   _per_preset(args.steps, "--steps"))
     args.steps_for = lambda name: _get(st, name)
+    args.compile_backend = (args.compile_backend or True) if args.compile else False
     args.baselines = {}
     ok, hf_version = hf_available()
     impls = ["ours"] + (["hf"] if ok and not args.no_hf else [])
@@ -524,6 +562,7 @@ def main(argv: list[str] | None = None) -> int:
         "transformers": hf_version if ok else "not installed", "peak_flops": peak,
         "peak_dtype": str(peak_dtype).replace("torch.", ""), "peak_n": peak_n,
         "flops_convention": args.flops_convention, "repeats": args.repeats, "warmup": args.warmup,
+        "compile": args.compile, "compile_backend": args.compile_backend if args.compile else None,
         "fused_adamw": device.type == "cuda", "note": note, "loadavg_start": _loadavg(),
     }
     print(f"matmul peak: {peak / 1e9:,.1f} GFLOP/s ({header['peak_dtype']}, n={peak_n})", file=log)

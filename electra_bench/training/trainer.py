@@ -106,6 +106,12 @@ def measure_peak_flops(device: torch.device, dtype: torch.dtype, n: int = 2048, 
     return 2 * n**3 / best
 
 
+def compile_forward(module: torch.nn.Module, **compile_kwargs) -> Callable:
+    """What `--compile` runs in place of `module` (possibly DDP-wrapped): one definition, so that
+    benchmarks/bench_train.py --compile times the step `pretrain --compile` trains with."""
+    return torch.compile(module, **compile_kwargs)
+
+
 def pretrain(
     preset: Preset,
     plan: Plan,
@@ -146,7 +152,7 @@ def pretrain(
     optimizer = optim.pretraining_optimizer(model, preset, d.device)
     start_step = _resume(out, model, optimizer, opts.resume, d, diag)
     wrapped = distributed.wrap(model, d)
-    forward = torch.compile(wrapped) if opts.compile else wrapped
+    forward = compile_forward(wrapped) if opts.compile else wrapped
     peak = opts.peak_flops or measure_peak_flops(d.device, torch.bfloat16 if bf16 else torch.float32)
     order = _Order(len(train), opts.seed)
     clip_params = [p for g in optimizer.param_groups for p in g["params"]]

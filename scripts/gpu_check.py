@@ -1,0 +1,500 @@
+"""The GPU check: one run, under 8 minutes on one modern NVIDIA GPU, that says whether the GPU path works and
+how fast it is. `scripts/gpu_check.sh` runs it; docs/performance.md ("GPU check") describes it.
+
+    bash scripts/gpu_check.sh                      # on the GPU machine: results/gpu_check/gpu_check.{json,md}
+    bash scripts/gpu_check.sh --dry-run --out DIR  # the same commands on CPU at tiny shapes (CI)
+
+Sections, each a real command of the project run as a subprocess with its own time cap (a section that
+fails or runs over is recorded as such and the check goes on; the exit status is 1 if any failed):
+
+  environment  GPU name and count, torch / CUDA versions, the bf16 dense-matmul peak
+               (`trainer.measure_peak_flops`), the MFU denominator of every other section.
+  bench        benchmarks/bench_train.py, presets small and base, mlm and rtd, bf16 autocast, eager and
+               --compile (one invocation per preset and mode, so a slow compile loses only its own rows):
+               tokens/s, MFU, peak memory (torch.cuda.max_memory_allocated in the timing process).
+  parity       `electra-bench pretrain --preset small` for mlm and rtd, 200 steps in bf16 and the same run in
+               fp32 (same seed, same plan, so the same lr schedule): the largest relative difference of the
+               per-step loss over the first 20 steps, against a tolerance (2%).
+  distributed  with >= 2 GPUs: `torchrun --nproc_per_node 2 -m electra_bench.cli pretrain` (NCCL); it must
+               finish with world size 2 and a finite loss. With 1 GPU: "skipped: 1 GPU".
+
+--dry-run runs the same code on CPU: preset tiny at batch 8 x length 32, a few steps, bf16 autocast as on the
+GPU (emulated, so slow, on a CPU without AVX512-BF16/AMX: affordable only at these shapes and with a 256-wide
+peak matmul), bench_train's compile with the aot_eager backend (inductor's code generation takes a minute or
+more per objective on a small CPU), and the distributed section as 2 CPU processes over gloo. Its numbers say
+nothing about any GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import math
+import os
+import platform
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "benchmarks" / "bench_train.py"
+TOTAL_BUDGET_S = 480.0  # the issue's 8 minutes
+
+
+@dataclass(frozen=True)
+class Config:
+    """What differs between the GPU check and its CPU dry run; everything else is one code path."""
+
+    dry_run: bool
+    device: str
+    precision: str  # the low-precision side (bf16; fp32 on a CPU without native bf16)
+    bench_presets: tuple[str, ...]
+    bench_shapes: dict[str, tuple[int | None, int | None]]  # preset -> (batch, seq_len); None: the preset's
+    bench_steps: int | None  # timed steps per window (None: bench_train's auto)
+    bench_repeats: int
+    bench_warmup: int
+    peak_n: int
+    compile_backend: str
+    parity_preset: str
+    parity_shape: tuple[int | None, int | None]
+    parity_steps: int  # steps of each parity run
+    parity_compare: int  # the first steps whose losses are compared
+    tolerance: float  # max relative loss difference, low precision vs fp32
+    ddp_steps: int
+    caps: dict[str, float]  # section -> seconds
+    budget_s: float = TOTAL_BUDGET_S  # the whole check
+
+
+def gpu_config() -> Config:
+    return Config(
+        dry_run=False, device="cuda", precision="bf16", bench_presets=("small", "base"),
+        bench_shapes={"small": (None, None), "base": (64, None)},  # base at 64 x 512: 32k tokens a step
+        bench_steps=None, bench_repeats=3, bench_warmup=3, peak_n=8192, compile_backend="inductor",
+        parity_preset="small", parity_shape=(None, None), parity_steps=200, parity_compare=20, tolerance=0.02,
+        ddp_steps=50,
+        # ordered as run; compile last, so that a compile running over its cap costs only its own rows
+        caps={"environment": 30, "bench eager small": 45, "bench eager base": 60, "parity": 120,
+              "distributed": 45, "bench compiled small": 80, "bench compiled base": 90},
+    )
+
+
+def dry_config() -> Config:
+    return Config(
+        dry_run=True, device="cpu", precision="bf16", bench_presets=("tiny",),
+        bench_shapes={"tiny": (8, 32)}, bench_steps=2, bench_repeats=1, bench_warmup=1, peak_n=256,
+        compile_backend="aot_eager", parity_preset="tiny", parity_shape=(8, 32), parity_steps=8, parity_compare=4,
+        tolerance=0.02, ddp_steps=4,
+        caps={"environment": 60, "bench eager tiny": 120, "parity": 240, "distributed": 120,
+              "bench compiled tiny": 180},
+        budget_s=600,  # a shared 2-core CI machine; about a minute when idle
+    )
+
+
+# --------------------------------------------------------------------------------------------- running
+
+
+@dataclass
+class Step:
+    """One command's outcome: status is "ok", "failed: ...", "timeout after N s" or "skipped: ..."."""
+
+    name: str
+    cap_s: float
+    wall_s: float = 0.0
+    status: str = "ok"
+    commands: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok" or self.status.startswith("skipped")
+
+
+class Clock:
+    """The whole check's deadline: a section gets its cap or what is left, whichever is less."""
+
+    def __init__(self, budget_s: float):
+        self.start, self.budget = time.monotonic(), budget_s
+
+    def left(self) -> float:
+        return self.budget - (time.monotonic() - self.start)
+
+
+def run_cmd(cmd: list[str], step: Step, cap_s: float, env: dict | None = None, log=None) -> subprocess.CompletedProcess | None:
+    """Run `cmd` in its own process group with a time cap; on a failure or timeout set step.status and
+    return None. The group is killed on timeout (torchrun's workers too)."""
+    step.commands.append(" ".join(cmd))
+    if cap_s <= 1:
+        step.status = "timeout: no time left of the check's budget"
+        return None
+    print(f"[gpu_check] {step.name}: {' '.join(cmd)}", file=log or sys.stderr, flush=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                            env={**os.environ, **(env or {})}, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=cap_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        step.status = f"timeout after {cap_s:.0f} s"
+        return None
+    if proc.returncode != 0:
+        lines = [ln for ln in err.strip().splitlines() if ln.strip()] or ["(no output)"]
+        step.status = f"failed (exit {proc.returncode}): {lines[-1][:300]}"
+        sys.stderr.write(err[-4000:])
+        return None
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def timed(step: Step, fn, *args):
+    t = time.monotonic()
+    try:
+        return fn(*args)
+    except Exception as e:  # a bug in the check itself must not hide the other sections
+        step.status = f"failed: {type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
+        return None
+    finally:
+        step.wall_s = time.monotonic() - t
+
+
+def finite(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+# ------------------------------------------------------------------------------------------ environment
+
+
+def environment(cfg: Config) -> dict:
+    import torch
+
+    from electra_bench.training.trainer import measure_peak_flops
+
+    info = {"mode": "dry-run (CPU)" if cfg.dry_run else "gpu", "python": platform.python_version(),
+            "torch": torch.__version__, "cuda": torch.version.cuda, "cuda_available": torch.cuda.is_available(),
+            "gpu_count": torch.cuda.device_count() if torch.cuda.is_available() else 0, "host": platform.node(),
+            "cpu_count": os.cpu_count()}
+    if cfg.device == "cuda":
+        if not torch.cuda.is_available():
+            raise RuntimeError("no CUDA device is visible to torch (use --dry-run for the CPU dry run)")
+        dev = torch.device("cuda")
+        info["gpu"] = torch.cuda.get_device_name(dev)
+        info["gpu_memory_bytes"] = torch.cuda.get_device_properties(dev).total_memory
+        info["bf16_supported"] = torch.cuda.is_bf16_supported()
+    else:
+        from electra_bench.model import cpu_bf16_features
+
+        dev = torch.device("cpu")
+        info["gpu"] = None
+        info["cpu_native_bf16"] = list(cpu_bf16_features())
+    dtype = torch.bfloat16 if cfg.precision == "bf16" else torch.float32
+    info["peak_dtype"] = str(dtype).replace("torch.", "")
+    info["peak_n"] = cfg.peak_n
+    info["peak_flops"] = measure_peak_flops(dev, dtype, n=cfg.peak_n)
+    if dev.type == "cuda":
+        torch.cuda.empty_cache()
+    return info
+
+
+# ---------------------------------------------------------------------------------------------- bench
+
+
+def bench(cfg: Config, python: str, out_dir: Path, preset: str, compiled: bool, step: Step, cap: float,
+          peak_flops: float | None) -> list[dict]:
+    path = out_dir / "raw" / f"bench_{preset}_{'compiled' if compiled else 'eager'}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    batch, seq = cfg.bench_shapes.get(preset, (None, None))
+    cmd = [python, str(BENCH), "--device", cfg.device, "--presets", preset, "--objectives", "mlm", "rtd",
+           "--precision", cfg.precision, "--no-hf", "--no-memory", "--repeats", str(cfg.bench_repeats),
+           "--warmup", str(cfg.bench_warmup), "--peak-n", str(cfg.peak_n), "--target-seconds", "1",
+           "--json", str(path)]
+    cmd += [f"--batch-size={preset}={batch}"] if batch else []
+    cmd += [f"--seq-len={preset}={seq}"] if seq else []
+    cmd += ["--steps", str(cfg.bench_steps)] if cfg.bench_steps else []
+    cmd += ["--compile", "--compile-backend", cfg.compile_backend] if compiled else []
+    cmd += ["--threads", "1"] if cfg.dry_run else []
+    if run_cmd(cmd, step, cap) is None:
+        return []
+    return bench_rows(json.loads(path.read_text()), compiled, peak_flops)
+
+
+def bench_rows(result: dict, compiled: bool, peak_flops: float | None) -> list[dict]:
+    """bench_train's JSON to the check's rows. MFU is against the environment section's peak (the device's
+    bf16 peak), so every row of the check shares one denominator; bench_train's own (its run's peak) is kept."""
+    header = result["header"]
+    rows = []
+    for r in result["results"]:
+        o = r["ours"]
+        peak_mem = r.get("cuda_peak_bytes")
+        rows.append({
+            "preset": r["preset"], "objective": r["objective"],
+            "mode": f"compiled ({header.get('compile_backend')})" if compiled else "eager",
+            "batch_size": r["batch_size"], "seq_len": r["seq_len"], "precision": header["precision"],
+            "tokens_per_s": o["tokens_per_s"], "step_s": o["step_s"], "flops_per_step": r["flops_per_step"],
+            "mfu": r["flops_per_step"] / o["step_s"] / peak_flops if peak_flops else o["mfu"],
+            "mfu_bench_peak": o["mfu"], "bench_peak_flops": header["peak_flops"],
+            "peak_memory_bytes": peak_mem,
+            "peak_memory_how": "torch.cuda.max_memory_allocated" if peak_mem is not None else
+                               "not measured on CPU (bench_train --no-memory; its RSS subprocesses are too slow "
+                               "for the dry run)",
+            "first_step_s": o.get("first_step_s"), "first_loss": o["first_loss"],
+        })
+    return rows
+
+
+# --------------------------------------------------------------------------------------------- parity
+
+
+def plan_budget(preset_name: str, objective: str, shape: tuple[int | None, int | None], steps: int) -> str:
+    """A FLOP budget of exactly `steps` steps of `objective`: the CLI's own planning (data -> vocabulary ->
+    FLOPs per step), so the run's floor(budget / flops_per_step) is `steps` (half a step of margin against
+    rounding). The data preparation is cached, so the pretrain subprocess reuses it."""
+    from electra_bench.flops import step_flops
+    from electra_bench.presets import Overrides, resolve
+    from electra_bench.training import run as runner
+
+    p = resolve(preset_name, Overrides(batch_size=shape[0], seq_len=shape[1]))
+    _, p = runner.prepare_data(p, None, None, 0, True)
+    fps = step_flops(p.for_objective(objective), objective, "measured").flops_per_step
+    return repr((steps + 0.5) * fps)
+
+
+def pretrain_cmd(python: str, cfg: Config, preset: str, shape, objective: str, budget: str, precision: str,
+                 out: Path, peak_flops: float | None, launcher: list[str] | None = None) -> list[str]:
+    """The pretrain command line, into a fresh `out` (a previous check's run there is removed: the trainer
+    would otherwise report that finished run instead of training)."""
+    shutil.rmtree(out, ignore_errors=True)
+    cmd = (launcher or [python]) + ["-m", "electra_bench.cli", "pretrain", "--preset", preset, "--objective",
+                                    objective, "--budget", budget, "--device", cfg.device, "--precision", precision,
+                                    "--seed", "0", "--log-every", "1", "--quiet", "--no-resume", "--out", str(out),
+                                    "--json"]
+    cmd += ["--batch-size", str(shape[0])] if shape[0] else []
+    cmd += ["--seq-len", str(shape[1])] if shape[1] else []
+    cmd += ["--peak-flops", repr(peak_flops)] if peak_flops else []  # one MFU denominator; no re-measuring
+    return cmd
+
+
+def loss_rows(log_path: Path) -> dict[int, float]:
+    """step -> training loss from a pretrain log.jsonl (diagnostics-only rows, e.g. step 0, have no loss)."""
+    out = {}
+    for line in log_path.read_text().splitlines():
+        if line.strip():
+            row = json.loads(line)
+            if "loss" in row:
+                out[int(row["step"])] = float(row["loss"])
+    return out
+
+
+def compare_losses(low: dict[int, float], ref: dict[int, float], first: int, tolerance: float) -> dict:
+    """Loss parity of a low-precision run against its fp32 reference over steps 1..first: the largest
+    |low - ref| / |ref|. Fails when a step is missing from either run, a loss is not finite, or the
+    difference exceeds `tolerance`."""
+    steps = list(range(1, first + 1))
+    missing = [s for s in steps if s not in low or s not in ref]
+    diffs = {s: abs(low[s] - ref[s]) / max(abs(ref[s]), 1e-12) for s in steps if s in low and s in ref}
+    nonfinite = [s for s in steps if s in low and s in ref and not (math.isfinite(low[s]) and math.isfinite(ref[s]))]
+    worst = max(diffs, key=lambda s: (not math.isfinite(diffs[s]), diffs[s])) if diffs else None
+    max_rel = diffs[worst] if worst is not None else math.nan
+    ok = not missing and not nonfinite and worst is not None and max_rel <= tolerance
+    why = ("ok" if ok else f"missing steps {missing[:5]}" if missing else f"non-finite loss at steps {nonfinite[:5]}"
+           if nonfinite else f"step {worst}: {max_rel:.2%} > {tolerance:.2%}")
+    return {"compared_steps": len(diffs), "max_rel_diff": max_rel, "worst_step": worst, "tolerance": tolerance,
+            "ok": ok, "verdict": why, "first_loss_low": low.get(1), "first_loss_fp32": ref.get(1)}
+
+
+def parity(cfg: Config, python: str, out_dir: Path, step: Step, clock: Clock, cap: float,
+           peak_flops: float | None) -> list[dict]:
+    rows, deadline = [], time.monotonic() + cap
+    for objective in ("mlm", "rtd"):
+        budget = plan_budget(cfg.parity_preset, objective, cfg.parity_shape, cfg.parity_steps)
+        runs = {}
+        for precision in dict.fromkeys((cfg.precision, "fp32")):  # one run when the low precision is fp32
+            run_dir = out_dir / "runs" / f"parity-{objective}-{precision}"
+            cmd = pretrain_cmd(python, cfg, cfg.parity_preset, cfg.parity_shape, objective, budget, precision,
+                               run_dir, peak_flops)
+            t = time.monotonic()
+            proc = run_cmd(cmd, step, min(deadline - time.monotonic(), clock.left()))
+            if proc is None:
+                return rows
+            summary = json.loads(proc.stdout)
+            log = loss_rows(run_dir / "log.jsonl")
+            runs[precision] = {"summary": summary, "losses": log, "wall_s": time.monotonic() - t}
+        low, ref = runs[cfg.precision], runs["fp32"]
+        cmp = compare_losses(low["losses"], ref["losses"], cfg.parity_compare, cfg.tolerance)
+        s = low["summary"]
+        last = max(low["losses"])
+        rows.append({
+            "objective": objective, "preset": cfg.parity_preset, "steps": s["steps"],
+            "batch_size": cfg.parity_shape[0], "seq_len": cfg.parity_shape[1], "precision": cfg.precision,
+            "reference": "fp32", "same_run": cfg.precision == "fp32", **cmp,
+            "final_loss_low": low["losses"][last], "final_loss_fp32": ref["losses"].get(max(ref["losses"])),
+            "tokens_per_s": _tokens_per_s(out_dir / "runs" / f"parity-{objective}-{cfg.precision}"),
+            "wall_s_low": low["wall_s"], "wall_s_fp32": ref["wall_s"],
+        })
+        if not cmp["ok"]:
+            step.status = f"failed: {objective} loss parity: {cmp['verdict']}"
+    return rows
+
+
+def _tokens_per_s(run_dir: Path) -> float | None:
+    """The median tokens/s of a pretrain run's log rows after the first (the first holds start-up)."""
+    rates = [json.loads(ln).get("tokens_per_s") for ln in (run_dir / "log.jsonl").read_text().splitlines() if ln.strip()]
+    rates = sorted(r for r in rates[2:] if finite(r)) or sorted(r for r in rates if finite(r))
+    return rates[len(rates) // 2] if rates else None
+
+
+# ----------------------------------------------------------------------------------------- distributed
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def distributed(cfg: Config, python: str, out_dir: Path, step: Step, cap: float, gpu_count: int,
+                peak_flops: float | None) -> dict:
+    if cfg.device == "cuda" and gpu_count < 2:
+        step.status = f"skipped: {gpu_count} GPU"
+        return {"status": step.status, "world_size": None}
+    objective = "rtd"
+    budget = plan_budget(cfg.parity_preset, objective, cfg.parity_shape, cfg.ddp_steps)
+    run_dir = out_dir / "runs" / "ddp-rtd"
+    launcher = [python, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
+                "--master_port", str(free_port())]
+    cmd = pretrain_cmd(python, cfg, cfg.parity_preset, cfg.parity_shape, objective, budget, cfg.precision, run_dir,
+                       peak_flops, launcher)
+    proc = run_cmd(cmd, step, cap, env={"OMP_NUM_THREADS": "1"} if cfg.dry_run else None)
+    if proc is None:
+        return {"status": step.status, "world_size": None}
+    done = json.loads((run_dir / "done.json").read_text())
+    losses = loss_rows(run_dir / "log.jsonl")
+    last = max(losses)
+    res = {"status": "ok", "backend": "nccl" if cfg.device == "cuda" else "gloo (CPU dry run)",
+           "world_size": done["world_size"], "steps": done["steps"], "final_step": last,
+           "final_loss": losses[last], "tokens_per_s": _tokens_per_s(run_dir)}
+    if done["world_size"] != 2 or not finite(losses[last]) or last != done["steps"]:
+        step.status = res["status"] = (f"failed: world size {done['world_size']}, last logged step {last} of "
+                                       f"{done['steps']}, final loss {losses[last]}")
+    return res
+
+
+# --------------------------------------------------------------------------------------------- report
+
+
+def _f(x, spec: str = ",.0f", scale: float = 1.0, suffix: str = "") -> str:
+    return "-" if not finite(x) else f"{x * scale:{spec}}{suffix}"
+
+
+def _rate(x) -> str:
+    if not finite(x):
+        return "-"
+    return f"{x / 1e12:,.1f} TFLOP/s" if x >= 1e12 else f"{x / 1e9:,.2f} GFLOP/s"
+
+
+def markdown(result: dict) -> str:
+    env, cfg = result["environment"], result["config"]
+    title = "GPU check" + (" (CPU DRY RUN: tiny shapes, the numbers say nothing about a GPU)" if cfg["dry_run"] else "")
+    lines = [f"# {title}", "", f"{result['date']}; overall: **{'PASS' if result['ok'] else 'FAIL'}**; "
+             f"total {result['total_wall_s']:.0f} s of a {cfg['budget_s']:.0f} s budget", "", "## Environment", "",
+             "| device | count | torch | CUDA | peak (dense matmul) |", "|---|---|---|---|---|",
+             f"| {env.get('gpu') or 'CPU (' + str(env.get('cpu_count')) + ' cores)'} | {env.get('gpu_count', '-')} "
+             f"| {env.get('torch', '-')} | {env.get('cuda') or '-'} "
+             f"| {_rate(env.get('peak_flops'))} {env.get('peak_dtype', '')} (n={env.get('peak_n')}) |", "",
+             "## bench_train (ours, MFU against the peak above)", "",
+             "| preset | objective | mode | batch x seq | precision | tokens/s | MFU | peak memory | first step |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in result["bench"]:
+        lines.append(f"| {r['preset']} | {r['objective']} | {r['mode']} | {r['batch_size']}x{r['seq_len']} "
+                     f"| {r['precision']} | {_f(r['tokens_per_s'])} | {_f(r['mfu'], '.1f', 100, '%')} "
+                     f"| {_f(r['peak_memory_bytes'], ',.0f', 2**-20, ' MiB')} | {_f(r['first_step_s'], '.1f', 1, ' s')} |")
+    lines += ["", f"## Loss parity ({cfg['precision']} vs fp32, same seed and plan, first {cfg['parity_compare']} steps)",
+              "", "| objective | preset | steps | max rel. diff | worst step | tolerance | verdict | final loss "
+              f"{cfg['precision']} / fp32 | tokens/s ({cfg['precision']}) |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in result["parity"]:
+        lines.append(f"| {r['objective']} | {r['preset']} | {r['steps']} | {_f(r['max_rel_diff'], '.3%')} "
+                     f"| {r['worst_step']} | {r['tolerance']:.0%} | {'PASS' if r['ok'] else 'FAIL: ' + r['verdict']} "
+                     f"| {_f(r['final_loss_low'], '.3f')} / {_f(r['final_loss_fp32'], '.3f')} "
+                     f"| {_f(r['tokens_per_s'])} |")
+    d = result["distributed"]
+    lines += ["", "## Distributed (torchrun, 2 processes)", "", "| status | backend | world size | steps | final loss "
+              "| tokens/s |", "|---|---|---|---|---|---|",
+              f"| {d.get('status')} | {d.get('backend', '-')} | {d.get('world_size') or '-'} | {d.get('steps', '-')} "
+              f"| {_f(d.get('final_loss'), '.3f')} | {_f(d.get('tokens_per_s'))} |",
+              "", "## Steps (wall time against each step's cap)", "", "| step | status | wall | cap |", "|---|---|---|---|"]
+    for s in result["steps"]:
+        lines.append(f"| {s['name']} | {s['status']} | {s['wall_s']:.1f} s | {s['cap_s']:.0f} s |")
+    if cfg["dry_run"] and env.get("cpu_native_bf16") == []:
+        lines += ["", "This CPU has no native bf16: its bf16 is emulated (slow), so the dry run's tokens/s and MFU "
+                      "mean nothing; it checks that every command runs and reports."]
+    return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------------------------------------ main
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dry-run", action="store_true", help="CPU, tiny shapes: the same commands, for CI")
+    ap.add_argument("--out", default="results/gpu_check", help="where gpu_check.json and gpu_check.md go")
+    ap.add_argument("--python", default=sys.executable, help="interpreter for the subprocesses")
+    args = ap.parse_args(argv)
+
+    from electra_bench import atomic_io
+
+    cfg = dry_config() if args.dry_run else gpu_config()
+    out_dir = Path(args.out).resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    clock = Clock(cfg.budget_s)
+    steps: list[Step] = []
+
+    def new_step(name: str) -> tuple[Step, float]:
+        s = Step(name, cfg.caps[name])
+        steps.append(s)
+        return s, min(s.cap_s, clock.left())
+
+    s, _ = new_step("environment")
+    env = timed(s, environment, cfg) or {}
+    if cfg.device == "cuda" and not env:  # no GPU: nothing else can run; say so and stop
+        result = {"environment": {}, "bench": [], "parity": [], "distributed": {"status": "not run"}}
+    else:
+        peak = env.get("peak_flops")
+        rows: list[dict] = []
+        for p in cfg.bench_presets:
+            s, cap = new_step(f"bench eager {p}")
+            rows += timed(s, bench, cfg, args.python, out_dir, p, False, s, cap, peak) or []
+        s, cap = new_step("parity")
+        par = timed(s, parity, cfg, args.python, out_dir, s, clock, cap, peak) or []
+        s, cap = new_step("distributed")
+        dist = timed(s, distributed, cfg, args.python, out_dir, s, cap, env.get("gpu_count", 0), peak) or {
+            "status": s.status}
+        for p in cfg.bench_presets:
+            s, cap = new_step(f"bench compiled {p}")
+            rows += timed(s, bench, cfg, args.python, out_dir, p, True, s, cap, peak) or []
+        result = {"environment": env, "bench": rows, "parity": par, "distributed": dist}
+
+    result = {
+        "date": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "ok": all(s.ok for s in steps) and bool(steps),
+        "total_wall_s": time.monotonic() - clock.start,
+        "config": {"dry_run": cfg.dry_run, "device": cfg.device, "precision": cfg.precision,
+                   "bench_presets": list(cfg.bench_presets), "bench_shapes": cfg.bench_shapes,
+                   "compile_backend": cfg.compile_backend, "parity_preset": cfg.parity_preset,
+                   "parity_steps": cfg.parity_steps, "parity_compare": cfg.parity_compare,
+                   "tolerance": cfg.tolerance, "ddp_steps": cfg.ddp_steps, "budget_s": cfg.budget_s},
+        **result,
+        "steps": [{"name": s.name, "status": s.status, "wall_s": s.wall_s, "cap_s": s.cap_s, "commands": s.commands}
+                  for s in steps],
+    }
+    atomic_io.write_json(out_dir / "gpu_check.json", result)
+    text = markdown(result)
+    atomic_io.write_text(out_dir / "gpu_check.md", text)
+    print(text)
+    print(f"[gpu_check] wrote {out_dir / 'gpu_check.json'} and {out_dir / 'gpu_check.md'}", file=sys.stderr)
+    return 0 if result["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
