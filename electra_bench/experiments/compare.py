@@ -168,7 +168,7 @@ def _params(p, objectives: tuple[str, ...] = OBJECTIVES) -> dict[str, int]:
     return {o: n for o in objectives + ("init",)}
 
 
-def _suite_name(spec: CompareSpec, tasks) -> str:
+def suite_name(spec: CompareSpec, tasks) -> str:
     if spec.source is None:
         return load_suite().name
     return tasks[0].source if tasks else str(spec.source)
@@ -197,7 +197,7 @@ def _threads(threads: int):
         torch.set_num_threads(before)
 
 
-def _pretrain_job(spec: CompareSpec, objective: str, seed: int, out_dir: str, quiet: bool) -> tuple[str, int, float]:
+def pretrain_job(spec: CompareSpec, objective: str, seed: int, out_dir: str, quiet: bool) -> tuple[str, int, float]:
     """One pre-training run (in a worker process, or inline when jobs == 1)."""
     with _threads(spec.threads):
         data, p, _, plans = prepare(spec)
@@ -283,7 +283,7 @@ def run_jobs(jobs: int, calls: list[tuple], on_done, poll=None) -> None:
     pool.shutdown()
 
 
-class _PretrainMonitor:
+class PretrainMonitor:
     """Progress of pre-training runs in worker processes, read from their logs (the workers are quiet)."""
 
     def __init__(self, runs: dict[str, tuple[Path, int, float]], quiet: bool):
@@ -343,7 +343,7 @@ def experiment(spec: CompareSpec, root: str | Path, run_id: str, quiet: bool = F
             seeds={"pretrain": pretrain_seeds, "eval": seeds, "data_packing": 0},
             convention=spec.convention,
             data_hashes=data.hashes(),
-            extra={"preset": p.to_dict(), "params": _params(p, spec.objectives), "suite": _suite_name(spec, tasks),
+            extra={"preset": p.to_dict(), "params": _params(p, spec.objectives), "suite": suite_name(spec, tasks),
                    "budget_flops": budget,
                    "plans": {o: pl.to_dict() for o, pl in plans.items()}, "parallelism": {"jobs": spec.jobs,
                    "threads": spec.threads}, "tasks": [t.spec.name for t in tasks],
@@ -361,9 +361,9 @@ def pretrain_phase(exp: Experiment, quiet: bool) -> None:
     spec, run, plans = exp.spec, exp.run, exp.plans
     pretrain_seeds = list(range(spec.pretrain_seeds))
     t = time.perf_counter()
-    calls = [(_pretrain_job, spec, o, s, str(run.layout.pretrain(o, s).root), quiet or spec.jobs > 1)
+    calls = [(pretrain_job, spec, o, s, str(run.layout.pretrain(o, s).root), quiet or spec.jobs > 1)
              for s in pretrain_seeds for o in plans]
-    monitor = _PretrainMonitor({f"{o} s{s}": (run.layout.pretrain(o, s).log, plans[o].total_steps, exp.budget)
+    monitor = PretrainMonitor({f"{o} s{s}": (run.layout.pretrain(o, s).log, plans[o].total_steps, exp.budget)
                                 for s in pretrain_seeds for o in plans}, quiet or spec.jobs <= 1)
     with monitor.phase:
         run_jobs(spec.jobs, calls, lambda r: exp.timings.__setitem__(f"pretrain_{r[0]}_seed{r[1]}_s", r[2]),
@@ -432,7 +432,7 @@ def record_invocation(exp: Experiment) -> dict:
         "git": info["git"], "versions": info["versions"],
         "parallelism": {"jobs": exp.spec.jobs, "threads": exp.spec.threads},
     })
-    return _work_done(atomic_io.read_jsonl(run.layout.history))
+    return work_done(atomic_io.read_jsonl(run.layout.history))
 
 
 def run_compare(spec: CompareSpec, root: str | Path, run_id: str | None, quiet: bool = False, width: int = 160):
@@ -453,7 +453,7 @@ def run_compare(spec: CompareSpec, root: str | Path, run_id: str | None, quiet: 
     return summary, rendered
 
 
-def _work_done(history: list[dict]) -> dict:
+def work_done(history: list[dict]) -> dict:
     """The run's timings summed over every invocation (what the work cost, not what the last rerun
     skipped), and how many invocations it took."""
     timings: dict[str, float] = {}

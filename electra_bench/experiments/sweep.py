@@ -165,14 +165,14 @@ def _point_scores(scores, task_specs, objective: str) -> tuple[dict | None, list
     evaluation seeds with one)."""
     import numpy as np
 
-    from .ablate import _aggregate
+    from ..reporting.ablation import aggregate_score
 
     rows = scores[scores["objective"] == objective]
     curve = []
     for fraction, at_f in sorted(rows.groupby("fraction"), key=lambda kv: kv[0]):
-        per_pretrain = [v for _, r in at_f.groupby("pretrain_seed") if (v := _aggregate(r, task_specs)) is not None]
+        per_pretrain = [v for _, r in at_f.groupby("pretrain_seed") if (v := aggregate_score(r, task_specs)) is not None]
         spread = per_pretrain if len(per_pretrain) > 1 else [
-            v for _, r in at_f.groupby("seed") if (v := _aggregate(r, task_specs)) is not None]
+            v for _, r in at_f.groupby("seed") if (v := aggregate_score(r, task_specs)) is not None]
         curve.append({
             "fraction": float(fraction), "step": int(at_f["step"].median()),
             "train_flops": float(at_f["train_flops"].median()),
@@ -292,9 +292,9 @@ def render_sweep(result: Mapping[str, Any], fmt: str = "table", width: int | Non
         lines = [f"**{title}**", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         return "\n".join(lines + ["| " + " | ".join(b) + " |" for b in body])
     if fmt == "latex":
-        from ..reporting.report import _latex
+        from ..reporting.text_formats import latex_table
 
-        return _latex(head, body, [title]) + "\n"
+        return latex_table(head, body, [title]) + "\n"
     from rich.console import Console
     from rich.table import Table
 
@@ -449,7 +449,7 @@ def run_sweep(spec: SweepSpec, root: str | Path, run_id: str | None = None, quie
     from ..training import run as runner
     from ..training.progress import PhaseProgress
     from .compare import (
-        _PretrainMonitor, _pretrain_job, _suite_name, _work_done, experiment, prepare, record_invocation, run_jobs,
+        PretrainMonitor, pretrain_job, suite_name, work_done, experiment, prepare, record_invocation, run_jobs,
         score_calls,
     )
 
@@ -481,7 +481,7 @@ def run_sweep(spec: SweepSpec, root: str | Path, run_id: str | None = None, quie
             seeds={"pretrain": list(range(base.pretrain_seeds)), "eval": list(range(base.seeds)), "data_packing": 0},
             convention=base.convention, data_hashes={},
             extra={"preset": p.to_dict(), "budget_flops": budget, "generator_sizes": list(spec.generator_sizes),
-                   "points": {name: f"points/{name}" for name, *_ in points}, "suite": _suite_name(base, tasks),
+                   "points": {name: f"points/{name}" for name, *_ in points}, "suite": suite_name(base, tasks),
                    "parallelism": {"jobs": base.jobs, "threads": base.threads},
                    "tasks": [t.spec.name for t in tasks]},
         )
@@ -498,10 +498,10 @@ def run_sweep(spec: SweepSpec, root: str | Path, run_id: str | None = None, quie
             for s in range(base.pretrain_seeds):
                 for o, plan in exp.plans.items():
                     layout = exp.run.layout.pretrain(o, s)
-                    calls.append((_pretrain_job, exp.spec, o, s, str(layout.root), quiet or base.jobs > 1))
+                    calls.append((pretrain_job, exp.spec, o, s, str(layout.root), quiet or base.jobs > 1))
                     owners.append(exp)
                     monitored[f"{name} s{s}"] = (layout.log, plan.total_steps, exp.budget)
-        monitor = _PretrainMonitor(monitored, quiet or base.jobs <= 1)
+        monitor = PretrainMonitor(monitored, quiet or base.jobs <= 1)
         done_pre = iter(owners)
 
         def pretrained(r):
@@ -547,7 +547,7 @@ def run_sweep(spec: SweepSpec, root: str | Path, run_id: str | None = None, quie
             "new_scores": new_scores, "command_line": info["command_line"], "git": info["git"],
             "versions": info["versions"], "parallelism": {"jobs": base.jobs, "threads": base.threads},
         })
-        work = _work_done(atomic_io.read_jsonl(run.layout.history))
+        work = work_done(atomic_io.read_jsonl(run.layout.history))
 
         task_specs = {tk.spec.name: tk.spec for tk in tasks}
         rows = sweep_rows([{"name": name, "generator_size": g, "objective": ps.objectives[0], "preset": pp,

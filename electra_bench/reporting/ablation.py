@@ -43,7 +43,7 @@ PAPER_SCORE = {o: score for o, _, score in TABLE5}
 HEADER = ["Model", "GLUE dev (paper, Base)", "vs BERT", "ours", "band", "vs BERT", "train FLOPs"]
 
 
-def _aggregate(rows, task_specs) -> float | None:
+def aggregate_score(rows, task_specs) -> float | None:
     """The suite's score from these rows' per-(task, metric) medians over evaluation seeds: the GLUE
     score when the tasks are a full GLUE convention, else the mean of each task's primary metric."""
     medians: dict[str, dict[str, float]] = {}
@@ -68,9 +68,9 @@ def table_rows(scores, task_specs, objectives: tuple[str, ...], flops: dict[str,
         if rows.empty:
             continue
         rows = rows[rows["fraction"] == rows["fraction"].max()]
-        per_pretrain = [v for _, r in rows.groupby("pretrain_seed") if (v := _aggregate(r, task_specs)) is not None]
+        per_pretrain = [v for _, r in rows.groupby("pretrain_seed") if (v := aggregate_score(r, task_specs)) is not None]
         spread = per_pretrain if len(per_pretrain) > 1 else [
-            v for _, r in rows.groupby("seed") if (v := _aggregate(r, task_specs)) is not None]
+            v for _, r in rows.groupby("seed") if (v := aggregate_score(r, task_specs)) is not None]
         out.append({
             "objective": o,
             "model": LABELS.get(o, "untrained" if o == "init" else o),
@@ -181,7 +181,9 @@ def figure_ablation(result: Mapping[str, Any]):
         color = plots.COLORS.get(r["objective"], plots.COLORS["other"])
         err = None
         if r["min"] is not None:
-            err = [[r["score"] - r["min"]], [r["max"] - r["score"]]]
+            # the score is the aggregate of medians, the band the range of each evaluation seed's aggregate:
+            # with one pre-training seed the score can lie outside its band, and the bar then starts at it
+            err = [[max(0.0, r["score"] - r["min"])], [max(0.0, r["max"] - r["score"])]]
         ours.errorbar([r["score"]], [y], xerr=err, fmt="o", color=color, capsize=3)
     if bert is not None and bert["score"] is not None:
         ours.axvline(bert["score"], color=plots.COLORS["mlm"], linestyle="-", linewidth=1)
