@@ -292,6 +292,8 @@ def bench_config(preset, objective: str, impls: list[str], device, bf16: bool, a
         next_step += n
     tokens = n * preset.batch_size * preset.seq_len
     out = {}
+    if args.profile:  # after the timed windows, so profiling overhead never touches tokens/s
+        out["profile"] = {r.impl: profile_runner(r, args.profile, next_step, device) for r in runners}
     for r in runners:
         med = statistics.median(times[r.impl])
         out[r.impl] = {
@@ -310,6 +312,89 @@ def bench_config(preset, objective: str, impls: list[str], device, bf16: bool, a
     if device.type == "cuda":
         torch.cuda.empty_cache()
     return out
+
+
+# ------------------------------------------------------------------------------------------ profile
+
+# Where a step's time goes, by kind of work: the first pattern an op name contains decides its category.
+# Backward ops (autograd's "...Backward0" nodes and the aten kernels they call) fall into the category of
+# the kernel they run, so e.g. matmul covers forward and backward GEMMs.
+CATEGORIES = (
+    ("matmul", ("addmm", "aten::mm", "aten::bmm", "baddbmm", "matmul", "linear")),
+    ("dropout masks (bernoulli)", ("bernoulli",)),
+    ("layer norm", ("layer_norm",)),
+    ("gelu", ("gelu",)),
+    ("loss (cross-entropy, bce)", ("cross_entropy", "log_softmax", "nll_loss", "binary_cross_entropy")),
+    ("attention (sdpa)", ("scaled_dot_product", "softmax")),
+    ("optimizer (adamw)", ("adam",)),
+    ("grad clip", ("norm", "clip", "foreach")),
+    ("embedding", ("embedding",)),
+    ("elementwise (add, mul, div, copy)", ("aten::add", "aten::mul", "aten::div", "copy_", "aten::where",
+                                            "aten::masked_fill", "aten::sub", "aten::neg", "aten::log")),
+    ("sampling and masking (rand, topk, gather, scatter, argmax)", (
+        "rand", "topk", "gather", "scatter", "argmax", "aten::index")),
+)
+
+
+def categorise(name: str) -> str:
+    for cat, patterns in CATEGORIES:
+        if any(p in name for p in patterns):
+            return cat
+    return "other"
+
+
+def profile_runner(runner: Runner, steps: int, start: int, device: torch.device, top: int = 15) -> dict:
+    """torch.profiler over `steps` steps of one implementation: self time per op, summed by category.
+    Self time (time in the op itself, not its children) sums to the profiled time without double counting."""
+    from torch.profiler import ProfilerActivity, profile
+
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    sync(device)
+    t = time.perf_counter()
+    with profile(activities=acts) as prof:
+        for i in range(start, start + steps):
+            runner.step(i)
+        sync(device)
+    wall = time.perf_counter() - t
+    attr = "self_device_time_total" if device.type == "cuda" else "self_cpu_time_total"
+    ops = [(e.key, getattr(e, attr) / 1e6, e.count) for e in prof.key_averages()]
+    total = sum(s for _, s, _ in ops) or 1.0
+    cats: dict[str, float] = {}
+    for name, s, _ in ops:
+        cats[categorise(name)] = cats.get(categorise(name), 0.0) + s
+    ops.sort(key=lambda o: -o[1])
+    return {
+        "steps": steps, "wall_s": wall, "profiled_self_s": total,
+        "categories": sorted(([c, s / steps, s / total] for c, s in cats.items()), key=lambda c: -c[1]),
+        "top_ops": [[n, s / steps, s / total, c // steps] for n, s, c in ops[:top]],
+    }
+
+
+def profile_tables(rows: list[dict]) -> str:
+    """Markdown: per configuration, the category shares side by side, then each side's top ops."""
+    out = []
+    for r in rows:
+        prof = r.get("profile")
+        if not prof:
+            continue
+        impls = list(prof)
+        out += ["", "", f"### profile: {r['preset']} {r['objective']} {r['batch_size']}x{r['seq_len']} "
+                    f"(self time per step, {prof[impls[0]]['steps']} profiled steps)", ""]
+        head = " | ".join(f"{i} ms/step | {i} share" for i in impls)
+        out += [f"| category | {head} |", "|---" * (1 + 2 * len(impls)) + "|"]
+        by_impl = {i: {c: (s, f) for c, s, f in prof[i]["categories"]} for i in impls}
+        names = list(dict.fromkeys(c for i in impls for c, _, _ in prof[i]["categories"]))
+        for c in names:
+            cells = " | ".join(
+                f"{1e3 * by_impl[i][c][0]:,.1f} | {100 * by_impl[i][c][1]:.1f}%" if c in by_impl[i] else "- | -"
+                for i in impls)
+            out.append(f"| {c} | {cells} |")
+        tot = " | ".join(f"**{1e3 * prof[i]['profiled_self_s'] / prof[i]['steps']:,.1f}** | 100%" for i in impls)
+        out.append(f"| total (profiled) | {tot} |")
+        for i in impls:
+            out += ["", f"{i}: top ops by self time", "", "| op | ms/step | share | calls/step |", "|---|---|---|---|"]
+            out += [f"| `{n}` | {1e3 * s:,.1f} | {100 * f:.1f}% | {c} |" for n, s, f, c in prof[i]["top_ops"]]
+    return "\n".join(out)
 
 
 # ------------------------------------------------------------------------------------------- memory
@@ -528,6 +613,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-hf", action="store_true", help="skip the HuggingFace columns")
     ap.add_argument("--no-memory", action="store_true", help="skip the peak-memory subprocesses")
     ap.add_argument("--memory-steps", type=int, default=3, help="steps each memory subprocess runs (default 3)")
+    ap.add_argument("--profile", type=int, default=0, metavar="STEPS",
+                    help="also run STEPS steps of each side under torch.profiler (after the timed windows) and "
+                         "print where the time goes: self time by category and the top ops")
     ap.add_argument("--json", metavar="PATH", help="write results as JSON ('-': JSON on stdout, table on stderr)")
     ap.add_argument("--_child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -594,7 +682,7 @@ def main(argv: list[str] | None = None) -> int:
             for impl in impls:
                 row[impl]["mfu"] = row[impl]["achieved_flops_per_s"] / peak_end
     header["loadavg_end"] = _loadavg()
-    text = table(rows, header)
+    text = table(rows, header) + (profile_tables(rows) if args.profile else "")
     result = {"header": header, "results": rows}
     if args.json == "-":
         print(text, file=sys.stderr)
