@@ -32,3 +32,18 @@ class SyntheticSequences:
 @pytest.fixture
 def synthetic():
     return SyntheticSequences
+
+
+@pytest.fixture
+def word_corpus(tmp_path):
+    """A small text corpus for end-to-end runs: 60 paragraphs of 6 twelve-word sentences over 16 words."""
+    corpus = tmp_path / "corpus.txt"
+    words = "the cat sat on a mat while dogs ran past old trees near quiet rivers at dawn".split()
+    rng = torch.Generator().manual_seed(0)
+    lines = []
+    for _ in range(60):
+        for _ in range(6):
+            lines.append(" ".join(words[i] for i in torch.randint(len(words), (12,), generator=rng).tolist()) + ".")
+        lines.append("")
+    corpus.write_text("\n".join(lines))
+    return corpus

@@ -3,7 +3,6 @@
 import json
 
 import pytest
-import torch
 
 from electra_bench import presets
 from electra_bench.choices import OBJECTIVES
@@ -52,25 +51,12 @@ def test_render_keeps_table5_layout():
     assert "GLUE dev (paper, Base)" in text and "BERT" in text
 
 
-def _corpus(root):
-    corpus = root / "corpus.txt"
-    words = "the cat sat on a mat while dogs ran past old trees near quiet rivers at dawn".split()
-    rng = torch.Generator().manual_seed(0)
-    lines = []
-    for _ in range(60):
-        for _ in range(6):
-            lines.append(" ".join(words[i] for i in torch.randint(len(words), (12,), generator=rng).tolist()) + ".")
-        lines.append("")
-    corpus.write_text("\n".join(lines))
-    return corpus
-
-
 @pytest.mark.slow
-def test_ablate_end_to_end_at_a_tiny_budget(tmp_path):
+def test_ablate_end_to_end_at_a_tiny_budget(tmp_path, word_corpus):
     p = presets.resolve("tiny", presets.Overrides(**dict(MICRO)))
     objectives = tuple(o for o, _, _ in TABLE5)
     budget = 4 * max(step_flops(p.for_objective(o), o).flops_per_step for o in objectives)
-    spec = CompareSpec(preset="tiny", budget=f"{budget:.6g}", corpus=str(_corpus(tmp_path)), tasks=("rt-polarity",),
+    spec = CompareSpec(preset="tiny", budget=f"{budget:.6g}", corpus=str(word_corpus), tasks=("rt-polarity",),
                        seeds=1, protocol="probe", pretrain_seeds=1, probe_pool=120, probe_examples=80,
                        max_eval_examples=80, threads=1, overrides=MICRO, objectives=objectives, jobs=1)
     result, rendered = run_ablate(spec, tmp_path / "results", None, quiet=True)

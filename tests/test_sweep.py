@@ -7,7 +7,6 @@ import sys
 
 import pandas as pd
 import pytest
-import torch
 
 from electra_bench import presets
 from electra_bench.data.task_sources import load_tasks
@@ -184,32 +183,19 @@ def test_load_sweep_is_one_line_on_a_missing_or_corrupt_file(tmp_path):
 
 # -- end to end ----------------------------------------------------------------------------------------
 
-def _corpus(root):
-    """test_ablate's corpus: 60 paragraphs of 6 twelve-word sentences over 16 words."""
-    corpus = root / "corpus.txt"
-    words = "the cat sat on a mat while dogs ran past old trees near quiet rivers at dawn".split()
-    rng = torch.Generator().manual_seed(0)
-    lines = []
-    for _ in range(60):
-        for _ in range(6):
-            lines.append(" ".join(words[i] for i in torch.randint(len(words), (12,), generator=rng).tolist()) + ".")
-        lines.append("")
-    corpus.write_text("\n".join(lines))
-    return corpus
-
 
 def _log_rows(layout, point, objective):
     return len(layout.points.joinpath(point, "pretrain", objective, "seed-0", "log.jsonl").read_text().splitlines())
 
 
 @pytest.mark.slow
-def test_sweep_end_to_end_at_a_tiny_budget(tmp_path):
+def test_sweep_end_to_end_at_a_tiny_budget(tmp_path, word_corpus):
     sizes = (0.25, 1.0)
     overrides = presets.Overrides(**dict(MICRO))
     biggest = presets.resolve("tiny", presets.Overrides(**dict(MICRO), generator_size=1.0))
     budget = 4 * step_flops(biggest, "rtd").flops_per_step
     spec = resolve_spec(generator_sizes=",".join(map(str, sizes)), preset="tiny", budget=f"{budget:.6g}",
-                        quick=False, convention="measured", corpus=str(_corpus(tmp_path)), source=None,
+                        quick=False, convention="measured", corpus=str(word_corpus), source=None,
                         tasks=["rt-polarity"], seeds=1, protocol="probe", device="cpu", jobs=1, threads=1,
                         overrides=overrides)
     spec = sweep.SweepSpec(sweep.dataclasses.replace(spec.base, probe_pool=120, probe_examples=80,
@@ -261,10 +247,10 @@ def test_report_refuses_a_sweep_run_in_one_line(tmp_path):
     assert len(proc.stderr.strip().splitlines()) == 1 and "generator-size sweep" in proc.stderr
 
 
-def test_a_budget_below_one_step_of_the_biggest_generator_names_it_and_creates_nothing(tmp_path):
+def test_a_budget_below_one_step_of_the_biggest_generator_names_it_and_creates_nothing(tmp_path, word_corpus):
     proc = subprocess.run([sys.executable, "-m", "electra_bench", "sweep", "--quick", "--budget", "1e9",
                            "--generator-sizes", "0.25,1", "--batch-size", "8", "--seq-len", "32", "--vocab-size", "300",
-                           "--corpus", str(_corpus(tmp_path)), "--tasks", "rt-polarity",
+                           "--corpus", str(word_corpus), "--tasks", "rt-polarity",
                            "--results", str(tmp_path / "results")], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     assert "generator size 1: budget 1e+09 FLOPs is smaller than one training step of rtd" in proc.stderr
