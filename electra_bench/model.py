@@ -40,6 +40,46 @@ class EncoderConfig:
         return self.hidden_size // self.num_heads
 
 
+def _cpu_eager(x: torch.Tensor) -> bool:
+    """Whether `x` runs through eager CPU kernels: not traced (fvcore counts FLOPs on a trace, where dropout
+    and attention must appear as the ops they stand for), not compiled, not on an accelerator."""
+    return x.device.type == "cpu" and not torch.jit.is_tracing() and not torch.compiler.is_compiling()
+
+
+def dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
+    """Inverted dropout. On eager CPU the mask comes from 16-bit random integers rather than `bernoulli_`.
+
+    Why: torch's CPU dropout draws every mask element with `bernoulli_`, a serial Mersenne-Twister draw at about
+    10 ns per element: 15% of a `small` training step (docs/performance.md profiles it). One 64-bit `random_`
+    draw gives four 16-bit uniforms (about 1.3 ns per element); an element is dropped when its uniform is
+    below round(p x 65536), so the rate is that / 65536 (0.1 -> 0.100006) and kept elements are scaled by
+    1 / (1 - rate): the expectation is exact. Draws come from torch's global generator, like F.dropout's.
+    CUDA (Philox), torch.compile and FLOP tracing use F.dropout."""
+    if not _cpu_eager(x):  # traced: always the dropout op, p = 0 included, as FLOP counts have always seen it
+        return F.dropout(x, p, training)
+    if not training or p == 0:
+        return x
+    drop = round(p * 65536)
+    n = x.numel()
+    bits = torch.empty((n + 3) // 4, dtype=torch.int64).random_(-(2**63), None)  # the full 64 bits: four int16 each
+    keep = bits.view(torch.int16)[:n].view(x.shape) >= drop - 32768  # (x.shape) bool, P(keep) = 1 - drop/65536
+    return x * keep.to(x.dtype).mul_(65536 / (65536 - drop))
+
+
+class Dropout(nn.Module):
+    """`dropout` as a module (nn.Dropout's interface: `p`, active in training mode)."""
+
+    def __init__(self, p: float):
+        super().__init__()
+        self.p = p
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return dropout(x, self.p, self.training)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}"
+
+
 class Embeddings(nn.Module):
     """Token + position + segment embeddings of size E. ELECTRA shares this whole module between
     generator and discriminator (the official code's `electra/embeddings` scope)."""
@@ -50,7 +90,7 @@ class Embeddings(nn.Module):
         self.position = nn.Embedding(cfg.max_positions, cfg.embedding_size)
         self.segment = nn.Embedding(cfg.type_vocab_size, cfg.embedding_size)
         self.norm = nn.LayerNorm(cfg.embedding_size, eps=cfg.layer_norm_eps)
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.dropout = Dropout(cfg.dropout)
 
     def forward(self, input_ids: torch.Tensor, segment_ids: torch.Tensor) -> torch.Tensor:
         T = input_ids.shape[1]
@@ -71,9 +111,15 @@ class SelfAttention(nn.Module):
         B, T, H = x.shape
         # One (H, 3H) matmul for q, k and v: its weight rows are q's, then k's, then v's.
         q, k, v = self.qkv(x).view(B, T, 3, self.num_heads, H // self.num_heads).permute(2, 0, 3, 1, 4)  # 3 x (B, A, T, D)
-        y = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=attn_mask, dropout_p=self.attn_dropout if self.training else 0.0
-        )  # (B, A, T, D)
+        p = self.attn_dropout if self.training else 0.0
+        if p > 0 and _cpu_eager(x):
+            # SDPA's CPU kernel with dropout is this same math path, but draws its mask with bernoulli_
+            scores = (q * q.shape[-1] ** -0.5) @ k.transpose(-1, -2)  # (B, A, T, T)
+            if attn_mask is not None:
+                scores = scores.masked_fill(~attn_mask, float("-inf"))
+            y = dropout(scores.softmax(-1), p, True) @ v  # (B, A, T, D)
+        else:
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=p)  # (B, A, T, D)
         return self.out(y.transpose(1, 2).reshape(B, T, H))  # (B, T, H)
 
 
@@ -87,7 +133,7 @@ class Block(nn.Module):
         self.ffn_in = nn.Linear(cfg.hidden_size, cfg.ffn_size)
         self.ffn_out = nn.Linear(cfg.ffn_size, cfg.hidden_size)
         self.ffn_norm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps)
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.dropout = Dropout(cfg.dropout)
 
     def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None) -> torch.Tensor:
         x = self.attn_norm(x + self.dropout(self.attn(x, attn_mask)))  # (B, T, H)
@@ -172,7 +218,7 @@ class SequenceClassifier(nn.Module):
         super().__init__()
         self.encoder = encoder
         self.pooler = nn.Linear(encoder.cfg.hidden_size, encoder.cfg.hidden_size)
-        self.dropout = nn.Dropout(encoder.cfg.dropout)
+        self.dropout = Dropout(encoder.cfg.dropout)
         self.classifier = nn.Linear(encoder.cfg.hidden_size, num_labels)
         init_weights(self.pooler)
         init_weights(self.classifier)

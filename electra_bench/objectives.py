@@ -26,7 +26,7 @@ from torch import nn
 from . import special_tokens
 from .choices import ALL_OBJECTIVES, EMBEDDING_SHARING, require
 from .errors import BenchError
-from .model import DiscriminatorHead, Encoder, EncoderConfig, MaskedLMHead, count_parameters, init_weights
+from .model import DiscriminatorHead, Dropout, Encoder, EncoderConfig, MaskedLMHead, count_parameters, init_weights
 from .special_tokens import SpecialIds
 
 Batch = dict[str, torch.Tensor]
@@ -706,7 +706,7 @@ class GradientDisentangledEmbeddings(nn.Module):
         self.residual = nn.Embedding(*shared.word.weight.shape, _weight=torch.zeros(shared.word.weight.shape))
         self.norm = nn.LayerNorm(shared.norm.normalized_shape, eps=shared.norm.eps)
         init_weights(self.norm)
-        self.dropout = nn.Dropout(shared.dropout.p)
+        self.dropout = Dropout(shared.dropout.p)
 
     @property
     def shared(self) -> nn.Module:

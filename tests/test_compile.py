@@ -11,6 +11,7 @@ import pytest
 import torch
 import torch._dynamo
 
+from electra_bench import model as M
 from electra_bench import objectives, presets
 from electra_bench.special_tokens import DEFAULT as SP
 
@@ -46,12 +47,16 @@ def test_compute_is_one_graph_without_breaks(objective, dropout, padded):
 
 
 @pytest.mark.parametrize("objective", ["mlm", "rtd"])
-def test_compiled_step_trains_like_eager(objective):
-    """fullgraph (a break would raise) through AOTAutograd (forward and backward traced), cheap backend."""
+def test_compiled_step_trains_like_eager(objective, monkeypatch):
+    """fullgraph (a break would raise) through AOTAutograd (forward and backward traced), cheap backend.
+    A compiled step draws dropout masks with torch's own dropout (model.dropout's 16-bit masks are for eager
+    CPU only), so the eager reference does too."""
     m = _model(objective, 0.1).train()
     b = _batch(False)
     torch.manual_seed(5)
-    eager = m(b, torch.Generator().manual_seed(2), padded=False)
+    with monkeypatch.context() as patch:
+        patch.setattr(M, "_cpu_eager", lambda x: False)  # eager with F.dropout and SDPA: what the graph holds
+        eager = m(b, torch.Generator().manual_seed(2), padded=False)
     eager.loss.backward()
     g_eager = [p.grad.clone() for p in m.parameters()]
     m.zero_grad()

@@ -36,13 +36,18 @@ GOLDEN = {
     "init_tiny_rtd": "291bd4d24b4b0959",
     "init_small_mlm": "eb3fb8855cbe7825",
     "init_small_rtd": "72f7c5f60515d565",
-    # small's shape (E != H, dropout 0.1) at 2 layers, vocab 1000, 4 x 32; fused AdamW lr 1e-3, 3 steps
-    "drop_mlm_packed": [6.886037349700928, 6.755637168884277, 6.689225673675537],
-    "drop_rtd_packed": [43.22548294067383, 33.21302795410156, 27.868118286132812],
-    "drop_mlm_padded": [6.879234790802002, 6.758647441864014, 6.746747016906738],
-    "drop_rtd_padded": [43.10591125488281, 33.209903717041016, 28.05565071105957],
-    "drop_final": {"mlm_packed": "4711592e40755876", "rtd_packed": "454d5d06cc8de3a7",
-                   "mlm_padded": "9d272cc34e4ac3b5", "rtd_padded": "439b31b15ed4b218"},
+    # small's shape (E != H, dropout 0.1) at 2 layers, vocab 1000, 4 x 32; fused AdamW lr 1e-3, 3 steps.
+    # Re-recorded on purpose when CPU dropout masks changed from bernoulli_ to 16-bit integer draws
+    # (model.dropout: 6x cheaper masks, a different random stream). The bernoulli_ values were
+    # mlm packed [6.886037349700928, 6.755637168884277, 6.689225673675537],
+    # rtd packed [43.22548294067383, 33.21302795410156, 27.868118286132812]. The default (tiny) has no dropout:
+    # its values above did not change.
+    "drop_mlm_packed": [6.886757850646973, 6.76481819152832, 6.695254325866699],
+    "drop_rtd_packed": [43.20643997192383, 33.29173278808594, 27.85293197631836],
+    "drop_mlm_padded": [6.8869171142578125, 6.746554851531982, 6.757204532623291],
+    "drop_rtd_padded": [43.115745544433594, 33.2613410949707, 28.041942596435547],
+    "drop_final": {"mlm_packed": "ba6fcc9a086b46dc", "rtd_packed": "152025539c5bab50",
+                   "mlm_padded": "349654c01eb922d6", "rtd_padded": "d97255925c88f1a2"},
 }
 
 
@@ -224,6 +229,53 @@ def test_draw_then_compute_equals_forward(objective):
     assert (noise.gumbel is not None) == (objective == "rtd")
     c = m.compute(b, noise, padded=False).loss
     assert a.item() == c.item()
+
+
+# ---- dropout's CPU masks ---------------------------------------------------------------------------------
+
+
+def test_cpu_dropout_drops_at_the_rate_and_keeps_the_expectation():
+    torch.manual_seed(0)
+    x = torch.full((2000, 1000), 3.0, requires_grad=True)
+    y = M.dropout(x, 0.1, True)
+    dropped = (y == 0).float().mean().item()
+    assert abs(dropped - 0.1) < 1e-3  # 2e6 draws: the standard error is 2e-4
+    assert y.mean().item() == pytest.approx(3.0, rel=2e-3)
+    kept = torch.unique(y[y != 0])
+    assert kept.numel() == 1 and kept.item() == pytest.approx(3.0 * 65536 / (65536 - 6554), rel=1e-6)
+    y.sum().backward()  # the gradient goes through the kept elements, scaled alike
+    assert torch.equal(x.grad, y.detach() / 3.0)
+    # every 16-bit lane of the 64-bit draws is used: no column of a (N, 4) view is biased
+    lanes = (M.dropout(torch.ones(400_000, 4), 0.5, True) == 0).float().mean(0)
+    assert torch.all((lanes - 0.5).abs() < 5e-3), lanes
+
+
+def test_cpu_dropout_follows_the_global_seed_and_is_off_in_eval():
+    x = torch.randn(64, 33)
+    torch.manual_seed(5)
+    a = M.dropout(x, 0.2, True)
+    torch.manual_seed(5)
+    assert torch.equal(a, M.dropout(x, 0.2, True))
+    assert not torch.equal(a, M.dropout(x, 0.2, True))  # the next draw is another mask
+    assert M.dropout(x, 0.2, False) is x and M.dropout(x, 0.0, True) is x
+
+
+@pytest.mark.parametrize("padded", [False, True])
+def test_cpu_attention_with_dropout_is_sdpa_when_nothing_is_dropped(padded):
+    """The explicit attention that carries the dropout (CPU, training) computes what SDPA computes: with a
+    rate that rounds to 0 of 65536 nothing is dropped, so the two must agree."""
+    cfg = presets.get("small").encoder
+    torch.manual_seed(0)
+    attn = M.SelfAttention(cfg).train()
+    x = torch.randn(3, 17, cfg.hidden_size)
+    mask = torch.ones(3, 1, 1, 17, dtype=torch.bool)
+    if padded:
+        mask[1, ..., 11:] = False
+    attn.attn_dropout = 1e-9  # > 0: the explicit path; round(1e-9 x 65536) = 0 dropped
+    explicit = attn(x, mask if padded else None)
+    attn.attn_dropout = 0.0  # SDPA
+    reference = attn(x, mask if padded else None)
+    torch.testing.assert_close(explicit, reference, rtol=1e-5, atol=1e-6)
 
 
 def test_has_padding_reads_the_host_mask():
