@@ -321,7 +321,8 @@ def bench_config(preset, objective: str, impls: list[str], device, bf16: bool, a
 # the kernel they run, so e.g. matmul covers forward and backward GEMMs.
 CATEGORIES = (
     ("matmul", ("addmm", "aten::mm", "aten::bmm", "baddbmm", "matmul", "linear")),
-    ("dropout masks (bernoulli)", ("bernoulli",)),
+    # torch's dropout draws its masks with bernoulli_; model.dropout (eager CPU) with int64 random_
+    ("dropout masks (bernoulli_, random_)", ("bernoulli", "aten::random_")),
     ("layer norm", ("layer_norm",)),
     ("gelu", ("gelu",)),
     ("loss (cross-entropy, bce)", ("cross_entropy", "log_softmax", "nll_loss", "binary_cross_entropy")),
@@ -332,7 +333,7 @@ CATEGORIES = (
     ("elementwise (add, mul, div, copy)", ("aten::add", "aten::mul", "aten::div", "copy_", "aten::where",
                                             "aten::masked_fill", "aten::sub", "aten::neg", "aten::log")),
     ("sampling and masking (rand, topk, gather, scatter, argmax)", (
-        "rand", "topk", "gather", "scatter", "argmax", "aten::index")),
+        "rand", "uniform_", "topk", "gather", "scatter", "argmax", "aten::index")),
 )
 
 

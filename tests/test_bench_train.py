@@ -21,7 +21,9 @@ def bench():
 
 def test_categories_name_the_kernels(bench):
     assert bench.categorise("aten::addmm") == "matmul"
-    assert bench.categorise("aten::bernoulli_") == "dropout masks (bernoulli)"
+    assert bench.categorise("aten::bernoulli_") == "dropout masks (bernoulli_, random_)"
+    assert bench.categorise("aten::random_") == "dropout masks (bernoulli_, random_)"  # not sampling's rand
+    assert bench.categorise("aten::uniform_") == "sampling and masking (rand, topk, gather, scatter, argmax)"
     assert bench.categorise("aten::_log_softmax") == "loss (cross-entropy, bce)"  # not attention's softmax
     assert bench.categorise("aten::_softmax") == "attention (sdpa)"
     assert bench.categorise("aten::_fused_adamw_") == "optimizer (adamw)"
