@@ -12,12 +12,12 @@ from electra_bench import presets
 from electra_bench.data.task_sources import load_tasks
 from electra_bench.errors import BenchError
 from electra_bench.experiments import sweep
-from electra_bench.experiments.sweep import (
-    PAPER_SIZES, load_sweep, parse_sizes, render_sweep, resolve_spec, run_sweep, sweep_rows,
-)
+from electra_bench.experiments.sweep import PAPER_SIZES, parse_sizes, resolve_spec, run_sweep, sweep_rows
 from electra_bench.flops import step_flops
 from electra_bench.layout import RunLayout
 from electra_bench.reporting import plots
+from electra_bench.reporting import sweep as sweep_report
+from electra_bench.reporting.sweep import load_sweep, render_sweep
 
 MICRO = (("batch_size", 8), ("seq_len", 32), ("vocab_size", 300))  # test_ablate's
 COMMON = dict(preset=None, budget=None, quick=True, convention="measured", corpus=None, source=None, tasks=None,
@@ -155,15 +155,15 @@ def test_render_md_csv_latex_and_table():
 
 def test_plot_is_readable_and_written(tmp_path):
     result = _result()
-    fig = sweep.figure_sweep(result)
+    fig = sweep_report.figure_sweep(result)
     assert plots.text_overlaps(fig) == []
-    paths = sweep.plot_sweep(result, tmp_path / "plots")
+    paths = sweep_report.plot_sweep(result, tmp_path / "plots")
     assert sorted(p.name for p in paths) == ["generator_size.png", "generator_size.svg"]
     assert paths[0].read_bytes().startswith(b"\x89PNG")
     svg = (tmp_path / "plots" / "generator_size.svg").read_text()
     assert "BERT (MLM)" in svg and "same budget" in svg
     # two sizes, and one made from a single pre-training seed without a band, also read cleanly
-    assert plots.text_overlaps(sweep.figure_sweep(_result(sizes=(0.25, 1.0)))) == []
+    assert plots.text_overlaps(sweep_report.figure_sweep(_result(sizes=(0.25, 1.0)))) == []
 
 
 def test_load_sweep_is_one_line_on_a_missing_or_corrupt_file(tmp_path):
@@ -207,7 +207,7 @@ def test_sweep_end_to_end_at_a_tiny_budget(tmp_path, word_corpus):
               layout.plots / "generator_size.png", layout.plots / "generator_size.svg"):
         assert f.is_file(), f
     assert load_sweep(layout.root) == json.loads(json.dumps(result))
-    assert plots.text_overlaps(sweep.figure_sweep(result)) == []
+    assert plots.text_overlaps(sweep_report.figure_sweep(result)) == []
     rows = {r["point"] + "/" + r["objective"]: r for r in result["rows"]}
     assert list(rows) == ["gen-0.25/rtd", "gen-1/rtd", "bert/mlm", "bert/init"]
     small, big = rows["gen-0.25/rtd"], rows["gen-1/rtd"]
@@ -238,11 +238,30 @@ def test_sweep_end_to_end_at_a_tiny_budget(tmp_path, word_corpus):
     assert json.loads(layout.history.read_text().splitlines()[-1])["new_scores"] == 0
 
 
-def test_report_refuses_a_sweep_run_in_one_line(tmp_path):
-    (tmp_path / "points").mkdir()  # a sweep stopped before its sweep.json: still not a compare run
-    (tmp_path / "config.json").write_text("{}")
-    proc = subprocess.run([sys.executable, "-m", "electra_bench.cli", "report", str(tmp_path)], capture_output=True,
-                          text=True, timeout=120)
+def test_report_renders_a_finished_sweep_and_takes_one_kind_at_a_time(tmp_path):
+    run = tmp_path / "sweep-tiny-x"
+    run.mkdir()
+    (run / "config.json").write_text("{}")
+    (run / "sweep.json").write_text(json.dumps(_result(sizes=(0.25, 1.0))))
+
+    def report(*args):
+        return subprocess.run([sys.executable, "-m", "electra_bench.cli", "report", *args], capture_output=True,
+                              text=True, timeout=120)
+
+    proc = report(str(run), "--format", "md")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("**Generator size (ELECTRA Figure 3)")
+    assert "| ELECTRA, generator 0.25 |" in proc.stdout and "| BERT |" in proc.stdout
+    other = tmp_path / "compare-x"
+    other.mkdir()
+    (other / "config.json").write_text("{}")
+    proc = report(str(run), str(other))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert "generator-size sweep" in proc.stderr and "one kind at a time" in proc.stderr
+    # a sweep stopped before its sweep.json is no compare run either: one line
+    (run / "sweep.json").unlink()
+    (run / "points").mkdir()
+    proc = report(str(run))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "generator-size sweep" in proc.stderr
 

@@ -69,13 +69,13 @@ def save(fig, out_dir: Path, stem: str, formats: Sequence[str] = FORMATS) -> lis
     return paths
 
 
-def _wrap(text: str, width: int) -> str:
+def wrap(text: str, width: int) -> str:
     return "\n".join(textwrap.fill(line, width) for line in text.split("\n"))
 
 
 def fit_text(text: str, width_in: float, fontsize: float) -> str:
     """`text` wrapped to `width_in` inches at `fontsize` points (DejaVu Sans averages about 0.6 em)."""
-    return _wrap(text, max(20, int(width_in * 72 / (0.6 * fontsize)) - 4))
+    return wrap(text, max(20, int(width_in * 72 / (0.6 * fontsize)) - 4))
 
 
 # -- the overlap check ---------------------------------------------------------------------------------
@@ -320,7 +320,7 @@ def figure_scores(summary: Mapping[str, Any], *, protocol: str | None = None, pa
             thr = verdict.get("threshold")
             extra = f" (RTD - MLM = {diff:+.1f}" + (f", band {thr:.1f})" if thr is not None else ")")
         title.append(f"Verdict: {verdict['verdict']}{extra}")
-    ax.set_title(_wrap("\n".join(title), 105), fontsize=8.5, loc="left")
+    ax.set_title(wrap("\n".join(title), 105), fontsize=8.5, loc="left")
     at = "; ticks at the checkpoints" if isinstance(ax.xaxis.get_major_locator(), FixedLocator) else ""
     ax.set_xlabel(f"pre-training FLOPs ({conv} convention, log scale{at})", fontsize=9)
     how, band = _seeds_phrase(block)

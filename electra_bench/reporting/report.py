@@ -22,7 +22,7 @@ from rich.table import Table
 from ..errors import BenchError
 from . import summary as summary_mod
 from ..layout import RunLayout
-from . import ablation
+from . import ablation, sweep
 from .results import RunDir, load_compare_run
 from .summary import fmt_flops
 from .text_formats import FORMATS, latex_table, markdown_table
@@ -251,11 +251,24 @@ def render(runs: Sequence[RunDir | Mapping[str, Any]], fmt: str = "table", *, pr
 
 def render_runs(paths: Sequence[str], fmt: str = "table", width: int = 160) -> str:
     """`electra-bench report`: compare runs in Table 1's layout (`render`), ablation runs in Table 5's
-    (reporting/ablation.py); one kind per call, since the two tables share no columns."""
-    ablations = [p for p in paths if RunLayout(p).ablation.is_file()]
-    if not ablations:
-        return render([load_compare_run(p) for p in paths], fmt, width=width)
-    if len(ablations) < len(paths):
-        other = next(p for p in paths if p not in ablations)
-        raise BenchError(f"{other} is a compare run and {ablations[0]} an ablation run: report one kind at a time")
-    return ablation.render_runs(ablations, fmt, width)
+    (reporting/ablation.py), finished generator-size sweeps in theirs (reporting/sweep.py); one kind per
+    call, since the tables share no columns."""
+    kinds = {p: _kind(p) for p in paths}
+    first = paths[0]
+    other = next((p for p in paths if kinds[p] != kinds[first]), None)
+    if other is not None:
+        raise BenchError(f"{first} is {kinds[first]} and {other} {kinds[other]}: report one kind at a time")
+    if kinds[first] == "an ablation run":
+        return ablation.render_runs(paths, fmt, width)
+    if kinds[first] == "a generator-size sweep":
+        return sweep.render_runs(paths, fmt, width)
+    return render([load_compare_run(p) for p in paths], fmt, width=width)
+
+
+def _kind(path: str) -> str:
+    layout = RunLayout(path)
+    if layout.ablation.is_file():
+        return "an ablation run"
+    if layout.sweep.is_file():
+        return "a generator-size sweep"
+    return "a compare run"  # anything else is read as one, and refused by load_compare_run in one line
