@@ -100,3 +100,19 @@ def test_help_does_not_import_torch():
                            "except SystemExit:\n    pass\nassert 'torch' not in sys.modules, 'torch imported'"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_progress_eta_ignores_time_spent_waiting_in_the_queue(monkeypatch, capsys):
+    """A run that waited 300 s for a worker, then did 10% in 10 s, has about 90 s left, not an hour."""
+    from electra_bench.training import progress
+
+    now = [0.0]
+    monkeypatch.setattr(progress.time, "perf_counter", lambda: now[0])
+    phase = progress.PhaseProgress(quiet=False, every_s=1e9)
+    phase.add("gen-1", total=100.0)  # t = 0: queued
+    now[0] = 300.0
+    phase.update("gen-1", 0.0)  # starts
+    now[0] = 310.0
+    phase.update("gen-1", 10.0)  # 10% done in 10 s
+    phase.print_lines()
+    assert capsys.readouterr().err.strip() == "gen-1:  10%, ETA 0:01:30"

@@ -40,13 +40,17 @@ class PhaseProgress:
             )
 
     def add(self, name: str, total: float, completed: float = 0.0) -> None:
+        # the ETA's clock starts at the task's first update, not here: a run queued behind others in a
+        # worker pool would otherwise count its waiting time as slowness (ETAs of an hour for a 4-minute run)
         self._tasks[name] = {"total": max(total, 1e-12), "completed": completed, "detail": "",
-                             "start": time.perf_counter(), "start_done": completed}
+                             "start": None, "start_done": completed}
         if self._progress is not None:
             self._tasks[name]["id"] = self._progress.add_task(name, total=total, completed=completed, detail="")
 
     def update(self, name: str, completed: float, detail: str = "") -> None:
         t = self._tasks[name]
+        if t["start"] is None:
+            t["start"], t["start_done"] = time.perf_counter(), completed
         t["completed"], t["detail"] = completed, detail
         if self._progress is not None:
             self._progress.update(t["id"], completed=completed, detail=detail)
@@ -58,7 +62,7 @@ class PhaseProgress:
         self._last_line = time.perf_counter()
         for name, t in self._tasks.items():
             done = t["completed"] - t["start_done"]
-            elapsed = time.perf_counter() - t["start"]
+            elapsed = 0.0 if t["start"] is None else time.perf_counter() - t["start"]
             left = t["total"] - t["completed"]
             eta = f", ETA {fmt_duration(elapsed * left / done)}" if done > 0 and left > 0 else ""
             pct = 100 * t["completed"] / t["total"]
