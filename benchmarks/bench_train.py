@@ -8,7 +8,7 @@
 
 What one "step" is, for both sides: forward + backward + AdamW step + grad-norm clip, as
 `electra_bench.training.trainer.pretrain` does it (same optimizer settings, param groups, clip, lr set every
-step, a fresh seeded generator every step, the non-finite-loss check, bf16 autocast and fused AdamW on CUDA,
+step, a fresh seeded generator every step, the non-finite-loss check, fused AdamW (CPU and CUDA), bf16 autocast on CUDA,
 fp32 on CPU unless --precision says otherwise). Masking is drawn inside the timed step for both sides.
 
 HuggingFace side, at identical configs (vocab, embedding size, hidden, layers, heads, FFN, max positions,
@@ -652,7 +652,7 @@ def main(argv: list[str] | None = None) -> int:
         "peak_dtype": str(peak_dtype).replace("torch.", ""), "peak_n": peak_n,
         "flops_convention": args.flops_convention, "repeats": args.repeats, "warmup": args.warmup,
         "compile": args.compile, "compile_backend": args.compile_backend if args.compile else None,
-        "fused_adamw": device.type == "cuda", "note": note, "loadavg_start": _loadavg(),
+        "fused_adamw": device.type in ("cpu", "cuda"), "note": note, "loadavg_start": _loadavg(),
     }
     print(f"matmul peak: {peak / 1e9:,.1f} GFLOP/s ({header['peak_dtype']}, n={peak_n})", file=log)
     rows = []
