@@ -34,10 +34,10 @@ def synthetic():
     return SyntheticSequences
 
 
-@pytest.fixture
-def word_corpus(tmp_path):
+@pytest.fixture(scope="session")
+def word_corpus(tmp_path_factory):
     """A small text corpus for end-to-end runs: 60 paragraphs of 6 twelve-word sentences over 16 words."""
-    corpus = tmp_path / "corpus.txt"
+    corpus = tmp_path_factory.mktemp("word-corpus") / "corpus.txt"
     words = "the cat sat on a mat while dogs ran past old trees near quiet rivers at dawn".split()
     rng = torch.Generator().manual_seed(0)
     lines = []

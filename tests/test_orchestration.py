@@ -31,19 +31,9 @@ def _micro_spec(corpus, steps=8) -> CompareSpec:
 
 
 @pytest.fixture(scope="module")
-def micro_run(tmp_path_factory):
+def micro_run(tmp_path_factory, word_corpus):
     root = tmp_path_factory.mktemp("compare")
-    corpus = root / "corpus.txt"
-    words = "the cat sat on a mat while dogs ran past old trees near quiet rivers at dawn".split()
-    rng = torch.Generator().manual_seed(0)
-    lines = []
-    for doc in range(60):
-        for _ in range(6):
-            idx = torch.randint(len(words), (12,), generator=rng).tolist()
-            lines.append(" ".join(words[i] for i in idx) + ".")
-        lines.append("")
-    corpus.write_text("\n".join(lines))
-    spec = _micro_spec(corpus)
+    spec = _micro_spec(word_corpus)
     summary, _ = run_compare(spec, root / "results", None, quiet=True)
     return spec, root / "results" / spec.run_id(), summary
 

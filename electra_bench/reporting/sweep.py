@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..errors import BenchError, at
 from ..layout import RunLayout
-
-FORMATS = ("table", "md", "csv", "latex")
+from .results import read_json
+from .text_formats import FORMATS, latex_table, markdown_table
 
 
 # -- rendering -----------------------------------------------------------------------------------------
@@ -74,11 +73,8 @@ def render_sweep(result: Mapping[str, Any], fmt: str = "table", width: int | Non
         return buf.getvalue()
     head, body = _table(result)
     if fmt == "md":
-        lines = [f"**{title}**", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        return "\n".join(lines + ["| " + " | ".join(b) + " |" for b in body])
+        return f"**{title}**\n\n" + markdown_table(head, body)
     if fmt == "latex":
-        from .text_formats import latex_table
-
         return latex_table(head, body, [title]) + "\n"
     from rich.console import Console
     from rich.table import Table
@@ -99,12 +95,7 @@ def load_sweep(run_dir: str | Path) -> dict:
     if not path.is_file():
         raise BenchError(f"{at(path)}: not found: {run_dir} is not a finished generator-size sweep "
                          f"(electra-bench sweep writes it)")
-    try:
-        result = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise BenchError(f"{at(path, e.lineno)}: sweep.json is not valid JSON ({e.msg})") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise BenchError(f"{at(path)}: cannot read sweep.json ({e})") from None
+    result = read_json(path, "sweep.json")
     need = ("rows", "preset", "budget_flops", "flop_convention", "protocol", "aggregate", "discriminator_hidden")
     missing = [k for k in need if not isinstance(result, dict) or k not in result]
     if missing:
