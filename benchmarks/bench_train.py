@@ -66,7 +66,8 @@ import torch
 from torch import nn
 
 from electra_bench import objectives, presets, special_tokens
-from electra_bench.model import count_parameters
+from electra_bench.errors import BenchError
+from electra_bench.model import count_parameters, resolve_precision
 from electra_bench.objectives import corrupt, choose_positions
 from electra_bench.training.optim import lr_at, pretraining_optimizer, set_lr
 from electra_bench.training.step import train_step
@@ -94,11 +95,6 @@ def resolve_device(name: str) -> torch.device:
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise SystemExit("--device cuda: no CUDA device is visible to torch")
     return dev
-
-
-def use_bf16(precision: str, device: torch.device) -> bool:
-    """As the trainer: 'auto' is bf16 autocast on CUDA and fp32 on CPU."""
-    return precision == "bf16" or (precision == "auto" and device.type == "cuda")
 
 
 def sync(device: torch.device) -> None:
@@ -595,6 +591,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default="cpu", help="cpu | cuda | cuda:N | auto (default cpu)")
     ap.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16"],
                     help="auto (the trainer's): bf16 autocast on CUDA, fp32 on CPU")
+    ap.add_argument("--allow-emulated-bf16", action="store_true",
+                    help="--precision bf16 on a CPU without native bf16 (AVX512-BF16/AMX): emulated, slow")
     ap.add_argument("--batch-size", action="append", metavar="[PRESET=]N", help="override the preset's batch size")
     ap.add_argument("--seq-len", action="append", metavar="[PRESET=]N", help="override the preset's sequence length")
     ap.add_argument("--steps", action="append", metavar="[PRESET=]N",
@@ -629,7 +627,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     device = resolve_device(args.device)
-    bf16 = use_bf16(args.precision, device)
+    try:  # the trainer's rule: auto is bf16 on CUDA, fp32 on CPU; emulated CPU bf16 only when allowed
+        bf16 = resolve_precision(args.precision, device, args.allow_emulated_bf16) == "bf16"
+    except BenchError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     bs, sl, st = (_per_preset(args.batch_size, "--batch-size"), _per_preset(args.seq_len, "--seq-len"),
                   _per_preset(args.steps, "--steps"))
     args.steps_for = lambda name: _get(st, name)

@@ -13,6 +13,7 @@ import errno
 import functools
 import json
 import sys
+import warnings
 
 import click
 from rich.console import Console
@@ -45,6 +46,18 @@ def _note(line: str | None) -> None:
         err.print(line, highlight=False, soft_wrap=True)
 
 
+_warned: set[str] = set()
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning reaches the user as one `warning:` line, once per message (the same check may run in
+    several places, e.g. the memory check and the trainer), not as Python's source excerpt."""
+    text = str(message)
+    if text not in _warned:
+        _warned.add(text)
+        err.print(f"warning: {escape(text)}", highlight=False, soft_wrap=True)
+
+
 def _emit_json(obj) -> None:
     click.echo(json.dumps(obj, indent=2, sort_keys=True, default=str))
 
@@ -75,6 +88,7 @@ class _Group(click.Group):
 
     def main(self, *args, **kwargs):
         kwargs.pop("standalone_mode", None)
+        warnings.showwarning = _show_warning
         try:
             rv = super().main(*args, standalone_mode=False, **kwargs)
         except click.exceptions.NoArgsIsHelpError as e:  # bare `electra-bench`: the help, as usual
@@ -259,6 +273,8 @@ def train_options(fn):
         click.option("--device", default="auto", show_default=True, help=DEVICE_HELP),
         click.option("--precision", type=click.Choice(PRECISIONS), default="auto", show_default=True,
                      help="auto: bf16 autocast on CUDA, fp32 on CPU."),
+        click.option("--allow-emulated-bf16", is_flag=True,
+                     help="Run --precision bf16 on a CPU without native bf16 (AVX512-BF16/AMX): slow, for checks."),
         click.option("--compile", "compile_", is_flag=True, help="torch.compile the training step."),
         click.option("--quiet", is_flag=True, help="No progress display (for CI)."),
     ]
@@ -280,8 +296,9 @@ def train_options(fn):
 @click.option("--show-config", is_flag=True, help="Print the resolved config and plan, then exit.")
 @override_options
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (stable snake_case keys).")
-def pretrain(preset, budget, convention, corpus, vocab_file, seed, device, precision, compile_, quiet, objective,
-             out_dir, resume, log_every, save_every, peak_flops, dry_run, show_config, overrides, as_json):
+def pretrain(preset, budget, convention, corpus, vocab_file, seed, device, precision, allow_emulated_bf16, compile_,
+             quiet, objective, out_dir, resume, log_every, save_every, peak_flops, dry_run, show_config, overrides,
+             as_json):
     """Pre-train one objective to a fixed FLOP budget."""
     from .training import run as runner
     from .presets import resolve
@@ -296,14 +313,15 @@ def pretrain(preset, budget, convention, corpus, vocab_file, seed, device, preci
         info = {"preset": p.to_dict(), "plan": runner.plan(p, objective, b, convention).to_dict()}
         _emit_json(info) if (as_json or show_config) else out.print(info["plan"])
         return
-    runner.check_memory(p, (objective,), device, precision)
+    runner.check_memory(p, (objective,), device, precision, allow_emulated_bf16)
     data, p = runner.prepare_data(p, corpus, vocab_file, seed, quiet)
     b = runner.resolve_budget(p, budget, convention)
     _note(runner.budget_note(p, b, convention))
     the_plan = runner.plan(p, objective, b, convention)
     out_dir = out_dir or f"results/pretrain-{p.name}-{objective}-{b:.3g}"
-    opts = TrainOptions(seed=seed, device=device, precision=precision, compile=compile_, log_every=log_every,
-                        save_every_steps=save_every, peak_flops=peak_flops, quiet=quiet, resume=resume)
+    opts = TrainOptions(seed=seed, device=device, precision=precision, allow_emulated_bf16=allow_emulated_bf16,
+                        compile=compile_, log_every=log_every, save_every_steps=save_every, peak_flops=peak_flops,
+                        quiet=quiet, resume=resume)
     summary = runner.run(p, the_plan, data, out_dir, opts)
     summary["out_dir"] = str(out_dir)
     _emit_json(summary) if as_json else out.print(

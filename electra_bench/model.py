@@ -21,6 +21,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .errors import BenchError
+
 
 @dataclass(frozen=True)
 class EncoderConfig:
@@ -303,19 +305,20 @@ def cpu_has_native_bf16() -> bool:
 
 
 def resolve_precision(precision: str, device: torch.device | str, allow_emulated_bf16: bool = False) -> str:
-    """'fp32' or 'bf16' for `precision` in PRECISIONS on `device`. auto: bf16 autocast on CUDA, fp32 on CPU
-    (the default, whose numbers are pinned). bf16 on a CPU without native bf16 raises ValueError unless
-    `allow_emulated_bf16` (then it warns): it runs, emulated, several times slower than fp32."""
+    """'fp32' or 'bf16' for `precision` in PRECISIONS on `device`: the one rule the trainer, its memory
+    check and bench_train share. auto: bf16 autocast on CUDA, fp32 on CPU (the default, whose numbers are
+    pinned). bf16 on a CPU without native bf16 is refused (BenchError) unless `allow_emulated_bf16` (then it
+    warns): emulated, it runs over ten times slower than fp32 (docs/performance.md measures it)."""
     if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+        raise BenchError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     dev = torch.device(device)
     if precision == "auto":
         return "bf16" if dev.type == "cuda" else "fp32"
     if precision == "bf16" and dev.type == "cpu" and not cpu_has_native_bf16():
-        msg = ("bf16 on this CPU is emulated (no AVX512-BF16 or AMX-BF16 in its flags): it runs several times "
-               "slower than fp32")
+        msg = ("--precision bf16: this CPU has no native bf16 (no AVX512-BF16 or AMX-BF16 in its flags), so "
+               "torch emulates it, over ten times slower than fp32 (docs/performance.md)")
         if not allow_emulated_bf16:
-            raise ValueError(msg + "; use fp32, or allow emulated bf16 explicitly")
+            raise BenchError(msg + "; use --precision fp32, or pass --allow-emulated-bf16")
         warnings.warn(msg, RuntimeWarning, stacklevel=2)
     return precision
 

@@ -211,6 +211,7 @@ def bench(cfg: Config, python: str, out_dir: Path, preset: str, compiled: bool, 
            "--warmup", str(cfg.bench_warmup), "--peak-n", str(cfg.peak_n), "--target-seconds", "1",
            "--json", str(path)]
     cmd += [f"--batch-size={preset}={batch}"] if batch else []
+    cmd += _emulation_opt_in(cfg)
     cmd += [f"--seq-len={preset}={seq}"] if seq else []
     cmd += ["--steps", str(cfg.bench_steps)] if cfg.bench_steps else []
     cmd += ["--compile", "--compile-backend", cfg.compile_backend] if compiled else []
@@ -261,6 +262,12 @@ def plan_budget(preset_name: str, objective: str, shape: tuple[int | None, int |
     return repr((steps + 0.5) * fps)
 
 
+def _emulation_opt_in(cfg: Config) -> list[str]:
+    """The dry run checks the bf16 code path on any CPU, so it opts in to emulated bf16 where the CPU has
+    none (a plain run refuses it: model.resolve_precision)."""
+    return ["--allow-emulated-bf16"] if cfg.device == "cpu" and cfg.precision == "bf16" else []
+
+
 def pretrain_cmd(python: str, cfg: Config, preset: str, shape, objective: str, budget: str, precision: str,
                  out: Path, peak_flops: float | None, launcher: list[str] | None = None) -> list[str]:
     """The pretrain command line, into a fresh `out` (a previous check's run there is removed: the trainer
@@ -271,6 +278,7 @@ def pretrain_cmd(python: str, cfg: Config, preset: str, shape, objective: str, b
                                     "--seed", "0", "--log-every", "1", "--quiet", "--no-resume", "--out", str(out),
                                     "--json"]
     cmd += ["--batch-size", str(shape[0])] if shape[0] else []
+    cmd += _emulation_opt_in(cfg)
     cmd += ["--seq-len", str(shape[1])] if shape[1] else []
     cmd += ["--peak-flops", repr(peak_flops)] if peak_flops else []  # one MFU denominator; no re-measuring
     return cmd

@@ -116,3 +116,32 @@ def test_progress_eta_ignores_time_spent_waiting_in_the_queue(monkeypatch, capsy
     phase.update("gen-1", 10.0)  # 10% done in 10 s
     phase.print_lines()
     assert capsys.readouterr().err.strip() == "gen-1:  10%, ETA 0:01:30"
+
+
+def test_emulated_bf16_is_one_line_before_any_work(monkeypatch, tmp_path, capsys):
+    """On a CPU without native bf16, `pretrain --precision bf16` stops before preparing data, in one line that
+    names the way out; an allowed emulated run's warning is one `warning:` line, once, though two checks
+    (the memory check and the trainer) raise it."""
+    import warnings
+
+    from click.testing import CliRunner
+
+    from electra_bench import cli as cli_module
+    from electra_bench import model
+
+    monkeypatch.setattr(model, "cpu_bf16_features", lambda: ())
+    out = tmp_path / "run"
+    r = CliRunner().invoke(cli_module.main, ["pretrain", "--objective", "mlm", "--budget", "1e12", "--device", "cpu",
+                                             "--precision", "bf16", "--quiet", "--out", str(out)])
+    assert r.exit_code == 2 and not out.exists()
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: --precision bf16") and "--allow-emulated-bf16" in lines[0]
+
+    monkeypatch.setattr(cli_module, "_warned", set())
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = cli_module._show_warning
+        for _ in range(2):
+            assert model.resolve_precision("bf16", "cpu", allow_emulated_bf16=True) == "bf16"
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("warning: --precision bf16: this CPU has no native bf16")

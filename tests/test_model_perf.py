@@ -18,6 +18,7 @@ from safetensors.torch import load_file
 
 from electra_bench import model as M
 from electra_bench import objectives, presets
+from electra_bench.errors import BenchError
 from electra_bench.special_tokens import DEFAULT as SP
 from electra_bench.training.budget import make_plan
 from electra_bench.training.trainer import TrainOptions, pretrain
@@ -286,11 +287,28 @@ def test_precision_resolution_refuses_emulated_bf16(monkeypatch):
     assert M.resolve_precision("auto", "cpu") == "fp32" and M.resolve_precision("auto", "cuda") == "bf16"
     assert M.resolve_precision("fp32", "cuda") == "fp32"
     monkeypatch.setattr(M, "cpu_bf16_features", lambda: ())
-    with pytest.raises(ValueError, match="emulated"):
+    with pytest.raises(BenchError, match="--allow-emulated-bf16"):
         M.resolve_precision("bf16", "cpu")
-    with pytest.warns(RuntimeWarning, match="emulated"):
+    with pytest.warns(RuntimeWarning, match="emulates"):
         assert M.resolve_precision("bf16", "cpu", allow_emulated_bf16=True) == "bf16"
+    assert M.resolve_precision("bf16", "cuda") == "bf16"  # the CPU's flags say nothing about a GPU
     monkeypatch.setattr(M, "cpu_bf16_features", lambda: ("amx_bf16",))
     assert M.resolve_precision("bf16", "cpu") == "bf16"
-    with pytest.raises(ValueError):
+    with pytest.raises(BenchError, match="fp16"):
         M.resolve_precision("fp16", "cpu")
+
+
+def test_trainer_takes_its_precision_from_the_one_rule(tmp_path, synthetic, monkeypatch):
+    """`pretrain` resolves --precision through model.resolve_precision: on a CPU without native bf16, bf16 is
+    refused before the run directory is touched, and trains in bf16 autocast when emulation is allowed."""
+    monkeypatch.setattr(M, "cpu_bf16_features", lambda: ())
+    p = presets.get("tiny").for_objective("mlm")
+    plan = make_plan("mlm", "measured", 2e9 + 5e8, 1e9, (1.0,))
+    data = synthetic(16, 64, 2048)
+    with pytest.raises(BenchError, match="--allow-emulated-bf16"):
+        pretrain(p, plan, data, None, SP, tmp_path / "refused", TrainOptions(quiet=True, precision="bf16"))
+    assert not (tmp_path / "refused").exists()
+    with pytest.warns(RuntimeWarning, match="emulates"):
+        summary = pretrain(p, plan, data, None, SP, tmp_path / "run", TrainOptions(
+            quiet=True, precision="bf16", allow_emulated_bf16=True, peak_flops=1e11, diagnostics_every=0))
+    assert summary["precision"] == "bf16" and summary["steps"] == 2

@@ -15,6 +15,7 @@ from typing import Iterator
 from ..data.pretraining import PretrainingData, prepare_pretraining
 from ..flops import step_flops
 from ..locking import DirectoryLock
+from ..model import resolve_precision
 from ..presets import Preset
 from . import memory
 from .budget import Plan, make_plan, parse_budget
@@ -57,11 +58,13 @@ def with_vocab(preset: Preset, vocab_size: int) -> Preset:
     return dataclasses.replace(preset, encoder=dataclasses.replace(preset.encoder, vocab_size=vocab_size))
 
 
-def check_memory(preset: Preset, objectives: tuple[str, ...], device: str, precision: str) -> None:
-    """Refuse shapes that cannot fit before the data is prepared for them (packing for an absurd
-    --seq-len alone takes minutes); the trainer checks again with the data's vocabulary."""
+def check_memory(preset: Preset, objectives: tuple[str, ...], device: str, precision: str,
+                 allow_emulated_bf16: bool = False) -> None:
+    """Refuse a precision this device cannot run and shapes that cannot fit, before the data is prepared
+    for them (packing for an absurd --seq-len alone takes minutes); the trainer checks again with the
+    data's vocabulary."""
     dev = resolve_device(device)
-    bf16 = precision == "bf16" or (precision == "auto" and dev.type == "cuda")
+    bf16 = resolve_precision(precision, dev, allow_emulated_bf16) == "bf16"
     for objective in objectives:
         memory.check_fits(preset.for_objective(objective), objective, dev, bf16, int(os.environ.get("WORLD_SIZE", "1")))
 

@@ -28,6 +28,7 @@ from .. import atomic_io, objectives
 from ..data.tokenizer import Tokenizer
 from ..errors import BenchError
 from ..layout import TOKENIZER_FROM_CHECKPOINT, PretrainLayout, fraction_dir
+from ..model import resolve_precision
 from ..presets import Preset
 from ..special_tokens import SpecialIds
 from . import checkpoint, diagnostics, distributed, memory, optim
@@ -51,6 +52,7 @@ class TrainOptions:
     seed: int = 0
     device: str = "auto"
     precision: str = "auto"  # auto: bf16 autocast on CUDA, fp32 on CPU (opt in with bf16: fast only on CPUs with AMX)
+    allow_emulated_bf16: bool = False  # bf16 on a CPU without native bf16 (refused otherwise: model.resolve_precision)
     compile: bool = False
     log_every: int = 10
     save_every_steps: int = 0  # 0: save resumable state by time only
@@ -127,7 +129,7 @@ def pretrain(
     out = PretrainLayout(out_dir)
     d = distributed.setup(opts.device)
     local_batch = _local_batch(preset, train, d)
-    bf16 = opts.precision == "bf16" or (opts.precision == "auto" and d.device.type == "cuda")
+    bf16 = resolve_precision(opts.precision, d.device, opts.allow_emulated_bf16) == "bf16"
     memory.check_fits(preset, plan.objective, d.device, bf16, d.world)  # before anything is allocated
     identity = {"preset": preset.to_dict(), "plan": plan.to_dict(), "seed": opts.seed, "world_size": d.world,
                 **(run_info or {})}
