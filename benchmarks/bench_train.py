@@ -67,7 +67,7 @@ from torch import nn
 
 from electra_bench import objectives, presets, special_tokens
 from electra_bench.errors import BenchError
-from electra_bench.model import count_parameters, resolve_precision
+from electra_bench.model import count_parameters, has_padding, resolve_precision
 from electra_bench.objectives import corrupt, choose_positions
 from electra_bench.training.optim import lr_at, pretraining_optimizer, set_lr
 from electra_bench.training.step import train_step
@@ -161,7 +161,9 @@ def build_ours(preset, objective: str, batch: dict, device: torch.device, bf16: 
     model = objectives.build(objective, preset, SPECIAL).to(device)
     optimizer, clip_params = make_optimizer(model, preset, device)
     forward = compile_forward(model, **_compile_kwargs(compile)) if compile else model  # as `pretrain --compile`
-    step = _train_step(model, optimizer, clip_params, preset, device, bf16, lambda rng: forward(batch, rng).loss)
+    padded = has_padding(batch["attention_mask"].cpu())  # as the trainer: decided on the host, once per batch
+    step = _train_step(model, optimizer, clip_params, preset, device, bf16,
+                       lambda rng: forward(batch, rng, padded=padded).loss)
     name = "MaskedLM" if objective == "mlm" else "ReplacedTokenDetection"
     return Runner("ours", name, count_parameters(model), step, model)
 

@@ -424,17 +424,17 @@ class GeneratorCorruption:
 
 def generator_corruption(
     m: nn.Module, ids: torch.Tensor, seg: torch.Tensor, att: torch.Tensor, rng: torch.Generator | None,
-    vocab_size: int, forbid: tuple[int, ...] = (),
+    vocab_size: int, forbid: tuple[int, ...] = (), padded: bool | None = None,
 ) -> GeneratorCorruption:
     """The generator step, with exactly `ReplacedTokenDetection.forward`'s ops and random draws (so
     rtd-15 sees the very inputs rtd sees under one seed; tests/test_ablations.py checks it). `m` holds
     special, mask_prob, max_predictions, temperature, disallow_correct, generator and gen_head.
     `forbid`: token ids never sampled (Replace/All-Tokens MLM forbid [MASK], so their model never
-    sees it, which is what those ablations test)."""
+    sees it, which is what those ablations test); `padded` as `MaskedLM.forward`."""
     positions, weights = choose_positions(ids, att, m.special, m.mask_prob, m.max_predictions, rng)
     labels = torch.gather(ids, 1, positions)  # (B, P)
     gen_in = corrupt(ids, positions, weights, m.special, vocab_size, 0.85, 0.0, rng)
-    gen_hidden = m.generator(gen_in, seg, att)  # (B, T, Hg)
+    gen_hidden = m.generator(gen_in, seg, att, padded)  # (B, T, Hg)
     gen_logits = m.gen_head(gen_hidden, positions)  # (B, P, V)
     gen_loss, gen_acc = _weighted_mlm(gen_logits, labels, weights)
     with torch.no_grad():
@@ -466,10 +466,11 @@ class ElectraOnMasked(ReplacedTokenDetection):
 
     name = "rtd-15"
 
-    def forward(self, batch: Batch, rng: torch.Generator | None = None) -> ObjectiveResult:
+    def forward(self, batch: Batch, rng: torch.Generator | None = None, *, padded: bool | None = None
+                ) -> ObjectiveResult:
         ids, seg, att = batch["input_ids"], batch["segment_ids"], batch["attention_mask"]
-        c = generator_corruption(self, ids, seg, att, rng, self.discriminator.cfg.vocab_size)
-        disc_logits = self.disc_head(self.discriminator(c.corrupted, seg, att))  # (B, T)
+        c = generator_corruption(self, ids, seg, att, rng, self.discriminator.cfg.vocab_size, padded=padded)
+        disc_logits = self.disc_head(self.discriminator(c.corrupted, seg, att, padded))  # (B, T)
         loss_w = masked_token_mask(c, disc_logits)  # (B, T): the loss positions
         n_loss = loss_w.sum().clamp(min=1.0)
         bce = F.binary_cross_entropy_with_logits(disc_logits.float(), c.replaced, reduction="none")
@@ -522,10 +523,12 @@ class ReplaceMLM(nn.Module):
     def backbone(self) -> Encoder:
         return self.encoder
 
-    def forward(self, batch: Batch, rng: torch.Generator | None = None) -> ObjectiveResult:
+    def forward(self, batch: Batch, rng: torch.Generator | None = None, *, padded: bool | None = None
+                ) -> ObjectiveResult:
         ids, seg, att = batch["input_ids"], batch["segment_ids"], batch["attention_mask"]
-        c = generator_corruption(self, ids, seg, att, rng, self.encoder.cfg.vocab_size, forbid=(self.special.mask,))
-        logits = self.head(self.encoder(c.corrupted, seg, att), c.positions)  # (B, P, V)
+        c = generator_corruption(self, ids, seg, att, rng, self.encoder.cfg.vocab_size, forbid=(self.special.mask,),
+                                 padded=padded)
+        logits = self.head(self.encoder(c.corrupted, seg, att, padded), c.positions)  # (B, P, V)
         mlm_loss, mlm_acc = _weighted_mlm(logits, c.labels, c.weights)
         loss = generator_term(c.gen_loss, self.gen_weight) + mlm_loss
         with torch.no_grad():
@@ -558,9 +561,10 @@ class AllTokensMLM(ReplaceMLM):
         self.copy_head = nn.Linear(cfg.hidden_size, 1)  # the copy probability D = sigmoid(copy_head(h))
         init_weights(self.copy_head)
 
-    def outputs(self, input_ids: torch.Tensor, segment_ids: torch.Tensor, attention_mask: torch.Tensor):
+    def outputs(self, input_ids: torch.Tensor, segment_ids: torch.Tensor, attention_mask: torch.Tensor,
+                padded: bool | None = None):
         """The MLM logits (B, T, V) at every position and the copy logit (B, T), for this input."""
-        hidden = self.encoder(input_ids, segment_ids, attention_mask)  # (B, T, H)
+        hidden = self.encoder(input_ids, segment_ids, attention_mask, padded)  # (B, T, H)
         B, T = input_ids.shape
         everywhere = torch.arange(T, device=input_ids.device).expand(B, T)
         return self.head(hidden, everywhere), self.copy_head(hidden).squeeze(-1)
@@ -572,11 +576,13 @@ class AllTokensMLM(ReplaceMLM):
         copy = torch.full_like(mlm, float("-inf")).scatter(-1, input_ids[..., None], F.logsigmoid(copy_logit.float())[..., None])
         return torch.logaddexp(mlm, copy)
 
-    def forward(self, batch: Batch, rng: torch.Generator | None = None) -> ObjectiveResult:
+    def forward(self, batch: Batch, rng: torch.Generator | None = None, *, padded: bool | None = None
+                ) -> ObjectiveResult:
         ids, seg, att = batch["input_ids"], batch["segment_ids"], batch["attention_mask"]
-        c = generator_corruption(self, ids, seg, att, rng, self.encoder.cfg.vocab_size, forbid=(self.special.mask,))
+        c = generator_corruption(self, ids, seg, att, rng, self.encoder.cfg.vocab_size, forbid=(self.special.mask,),
+                                 padded=padded)
         x = c.corrupted
-        logits, copy_logit = self.outputs(x, seg, att)  # (B, T, V), (B, T)
+        logits, copy_logit = self.outputs(x, seg, att, padded)  # (B, T, V), (B, T)
         B, T, V = logits.shape
         # log p(original) = log(D [input == original] + (1 - D) softmax(original)), in log space
         log_mlm = -F.cross_entropy(logits.flatten(0, 1).float(), ids.flatten(), reduction="none").view(B, T)

@@ -12,6 +12,7 @@ keys, see diagnostics.py).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import shutil
@@ -28,7 +29,7 @@ from .. import atomic_io, objectives
 from ..data.tokenizer import Tokenizer
 from ..errors import BenchError
 from ..layout import TOKENIZER_FROM_CHECKPOINT, PretrainLayout, fraction_dir
-from ..model import resolve_precision
+from ..model import has_padding, resolve_precision
 from ..presets import Preset
 from ..special_tokens import SpecialIds
 from . import checkpoint, diagnostics, distributed, memory, optim
@@ -110,7 +111,15 @@ def measure_peak_flops(device: torch.device, dtype: torch.dtype, n: int = 2048, 
 
 def compile_forward(module: torch.nn.Module, **compile_kwargs) -> Callable:
     """What `--compile` runs in place of `module` (possibly DDP-wrapped): one definition, so that
-    benchmarks/bench_train.py --compile times the step `pretrain --compile` trains with."""
+    benchmarks/bench_train.py --compile times the step `pretrain --compile` trains with.
+
+    MLM and RTD compile their `compute` (`compile_step`): one graph without breaks, while the random draws
+    stay eager (torch.compile cannot trace a `torch.Generator`; compiling the whole module would break its
+    graph there). The Table 5 ablation objectives have no such split and are compiled whole."""
+    inner = module.module if isinstance(module, torch.nn.parallel.DistributedDataParallel) else module
+    if hasattr(inner, "compile_step"):
+        inner.compile_step(**compile_kwargs)
+        return module
     return torch.compile(module, **compile_kwargs)
 
 
@@ -170,11 +179,14 @@ def pretrain(
             lr = optim.lr_at(step, plan.total_steps, preset.lr, preset.warmup_for(plan.total_steps))
             optim.set_lr(optimizer, lr)
             idx = order.indices(step * preset.batch_size + d.rank * local_batch, local_batch)
-            batch = {k: v.to(d.device, non_blocking=True) for k, v in train.batch(idx).items()}
+            host = train.batch(idx)
+            padded = has_padding(host["attention_mask"])  # read on the host copy: no device sync in the step
+            batch = {k: v.to(d.device, non_blocking=True) for k, v in host.items()}
             seed = step_seed(opts.seed, step, d.rank)
             torch.manual_seed(seed)  # dropout
             rng = torch.Generator(device=d.device).manual_seed(seed)
-            result = train_step(forward, optimizer, batch, rng, clip_params, preset.grad_clip, d.device.type, bf16)
+            result = train_step(functools.partial(forward, padded=padded), optimizer, batch, rng, clip_params,
+                                preset.grad_clip, d.device.type, bf16)
             finite.add(result.loss)
             done_steps = step + 1
             meter.tick()
