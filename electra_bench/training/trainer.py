@@ -29,7 +29,7 @@ from .. import atomic_io, objectives
 from ..data.tokenizer import Tokenizer
 from ..errors import BenchError
 from ..layout import TOKENIZER_FROM_CHECKPOINT, PretrainLayout, fraction_dir
-from ..model import has_padding, resolve_precision
+from ..model import cpu_has_native_bf16, has_padding, resolve_precision
 from ..presets import Preset
 from ..special_tokens import SpecialIds
 from . import checkpoint, diagnostics, distributed, memory, optim
@@ -164,7 +164,10 @@ def pretrain(
     start_step = _resume(out, model, optimizer, opts.resume, d, diag)
     wrapped = distributed.wrap(model, d)
     forward = compile_forward(wrapped) if opts.compile else wrapped
-    peak = opts.peak_flops or measure_peak_flops(d.device, torch.bfloat16 if bf16 else torch.float32)
+    # an emulated bf16 matmul runs at about 1 GFLOP/s here: at n = 2048 the peak alone would take minutes
+    emulated = bf16 and d.device.type == "cpu" and not cpu_has_native_bf16()
+    peak = opts.peak_flops or measure_peak_flops(d.device, torch.bfloat16 if bf16 else torch.float32,
+                                                 n=512 if emulated else 2048)
     order = _Order(len(train), opts.seed)
     clip_params = [p for g in optimizer.param_groups for p in g["params"]]
     log_steps = _log_steps(plan, opts.log_every) | diag.steps(plan)
