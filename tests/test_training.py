@@ -95,15 +95,21 @@ def test_non_finite_loss_is_a_clear_error(tmp_path, synthetic):
 
 
 def test_two_process_gloo_ddp(tmp_path):
-    """torchrun with 2 CPU processes: global batch kept (4 per rank), FLOPs summed, only rank 0 writes."""
+    """torchrun with 2 CPU processes: global batch kept (4 per rank), FLOPs summed, only rank 0 writes.
+    Rank 1 looks at the run directory late, as a slow rank can; under --no-resume it must still see the
+    directory as it was before the run, not the identity rank 0 has written meanwhile."""
     script = tmp_path / "ddp_run.py"
     script.write_text(textwrap.dedent(f"""
-        import sys, torch.distributed as dist
+        import os, sys, time, torch.distributed as dist
         sys.path.insert(0, {os.path.dirname(__file__)!r})
         from conftest import SyntheticSequences
         from test_training import _run
+        from electra_bench.training import trainer
         import pathlib
-        s = _run(pathlib.Path({str(tmp_path / 'ddp')!r}), SyntheticSequences, 'rtd', steps=12)
+        check = trainer._check_run_dir
+        if os.environ["RANK"] == "1":
+            trainer._check_run_dir = lambda *a: (time.sleep(1.5), check(*a))[1]
+        s = _run(pathlib.Path({str(tmp_path / 'ddp')!r}), SyntheticSequences, 'rtd', steps=12, resume=False)
         assert s['world_size'] == 2 and s['train_flops'] == 12e9, s
     """))
     proc = subprocess.run(

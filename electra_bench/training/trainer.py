@@ -143,6 +143,9 @@ def pretrain(
     identity = {"preset": preset.to_dict(), "plan": plan.to_dict(), "seed": opts.seed, "world_size": d.world,
                 **(run_info or {})}
     done = _check_run_dir(out, identity, opts.resume)
+    # every rank reads the directory before rank 0 writes to it: a rank that looked after rank 0 had
+    # written this run's identity would take it for an earlier run (and refuse it under --no-resume)
+    distributed.barrier(d)
     if done is not None:
         problem = _unusable_part(out, plan)
         if problem is None:
