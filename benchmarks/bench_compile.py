@@ -39,16 +39,9 @@ def ab(name: str, objective: str, batch_size: int | None, steps: int, repeats: i
     for i in range(1, 3):
         eager.step(i)
         compiled.step(i)
-    times: dict[str, list[float]] = {"eager": [], "compiled": []}
-    i = 3
-    for _ in range(repeats):
-        for label, runner in (("eager", eager), ("compiled", compiled)):
-            t = time.perf_counter()
-            for k in range(steps):
-                runner.step(i + k)
-            times[label].append((time.perf_counter() - t) / steps)
-        i += steps
-    e, c = statistics.median(times["eager"]), statistics.median(times["compiled"])
+    times, _ = bench_train.alternating_windows({"eager": eager.step, "compiled": compiled.step}, steps, repeats, 3,
+                                               dev)
+    e, c = statistics.median(times["eager"]) / steps, statistics.median(times["compiled"]) / steps
     return p, e, c, compile_s
 
 

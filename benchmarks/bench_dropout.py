@@ -15,7 +15,6 @@ import argparse
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -38,22 +37,20 @@ def ab(name: str, objective: str, batch_size: int | None, steps: int, repeats: i
     dev = torch.device("cpu")
     runner = bench_train.build_ours(p, objective, bench_train.packed_batch(p.batch_size, p.seq_len,
                                                                            p.encoder.vocab_size, dev), dev, False)
-    times: dict[bool, list[float]] = {True: [], False: []}
-    i = 0
-    for before in (True, False):  # one untimed step each
-        _set_before(before)
-        runner.step(i)
-        i += 1
-    for _ in range(repeats):
-        for before in (True, False):
-            _set_before(before)
-            t = time.perf_counter()
-            for _ in range(steps):
-                runner.step(i)
-                i += 1
-            times[before].append((time.perf_counter() - t) / steps)
+
+    def step(before: bool):
+        def run(i: int):
+            _set_before(before)  # an attribute set per step: nanoseconds against a step of milliseconds
+            return runner.step(i)
+        return run
+
+    steps_by = {"before": step(True), "after": step(False)}
+    for i, run in enumerate(steps_by.values()):  # one untimed step each
+        run(i)
+    times, _ = bench_train.alternating_windows(steps_by, steps, repeats, 2, dev)
     _set_before(False)
-    return statistics.median(times[True]), statistics.median(times[False]), p.batch_size * p.seq_len
+    return (statistics.median(times["before"]) / steps, statistics.median(times["after"]) / steps,
+            p.batch_size * p.seq_len)
 
 
 def main(argv: list[str] | None = None) -> int:

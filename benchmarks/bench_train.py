@@ -255,13 +255,26 @@ def _compile_kwargs(compile) -> dict:
 # ------------------------------------------------------------------------------------------- timing
 
 
-def time_window(runner: Runner, n: int, start: int, device: torch.device) -> float:
+def time_window(step: Callable[[int], object], n: int, start: int, device: torch.device) -> float:
+    """Seconds for steps start .. start + n - 1."""
     sync(device)
     t = time.perf_counter()
     for i in range(start, start + n):
-        runner.step(i)
+        step(i)
     sync(device)
     return time.perf_counter() - t
+
+
+def alternating_windows(steps: dict[str, Callable[[int], object]], n: int, repeats: int, start: int,
+                        device: torch.device) -> tuple[dict[str, list[float]], int]:
+    """`repeats` rounds of one n-step window per label, in turn (a, b, a, b, ...), so that drift (thermal,
+    neighbours) hits every label alike. Returns each label's window seconds and the next step index."""
+    times: dict[str, list[float]] = {label: [] for label in steps}
+    for _ in range(repeats):
+        for label, step in steps.items():
+            times[label].append(time_window(step, n, start, device))
+        start += n
+    return times, start
 
 
 def bench_config(preset, objective: str, impls: list[str], device, bf16: bool, args) -> dict:
@@ -278,16 +291,11 @@ def bench_config(preset, objective: str, impls: list[str], device, bf16: bool, a
         first_s[r.impl] = time.perf_counter() - t0
         for i in range(1, args.warmup):
             r.step(i)
-        warm_s[r.impl] = time_window(r, 1, args.warmup, device)  # one more step: the per-step estimate
+        warm_s[r.impl] = time_window(r.step, 1, args.warmup, device)  # one more step: the per-step estimate
     n = args.steps_for(preset.name)
     if n is None:  # auto: about --target-seconds per window for the faster implementation
         n = max(2, min(200, math.ceil(args.target_seconds / max(1e-6, min(warm_s.values())))))
-    times: dict[str, list[float]] = {r.impl: [] for r in runners}
-    next_step = args.warmup + 1
-    for _ in range(args.repeats):  # ours, HF, ours, HF, ...: drift (thermal, neighbours) hits both alike
-        for r in runners:
-            times[r.impl].append(time_window(r, n, next_step, device))
-        next_step += n
+    times, next_step = alternating_windows({r.impl: r.step for r in runners}, n, args.repeats, args.warmup + 1, device)
     tokens = n * preset.batch_size * preset.seq_len
     out = {}
     if args.profile:  # after the timed windows, so profiling overhead never touches tokens/s
