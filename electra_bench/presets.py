@@ -107,6 +107,17 @@ class Preset:
         d["max_predictions"] = self.max_predictions
         return d
 
+    @classmethod
+    def from_dict(cls, d: dict) -> "Preset":
+        """The preset `to_dict` wrote (a run's run.json): derived keys dropped, tuples restored."""
+        fields = {f.name for f in dataclasses.fields(cls)}
+        kw = {k: v for k, v in d.items() if k in fields}
+        kw["encoder"] = EncoderConfig(**d["encoder"])
+        for name in ("adam_betas", "checkpoint_fractions"):
+            if name in kw:
+                kw[name] = tuple(kw[name])
+        return cls(**kw)
+
 
 # Fields added after run directories were first stored: left out of `to_dict` at their defaults, so a
 # run made before them keeps its identity (run.json, compare's pre-training directories) and resumes.

@@ -4,10 +4,13 @@
 - `Tokenizer.train(texts, vocab_size)`: a new WordPiece vocab; the special tokens come first in the
   order of `special_tokens.ALL`, so their ids are `special_tokens.DEFAULT`.
 - `save(dir)` / `Tokenizer.load(dir)`: `vocab.txt` + `electra_bench_tokenizer.json` (format, sha256).
+- `save_hf(dir)` / `Tokenizer.from_hf(dir)`: the files transformers' `AutoTokenizer` reads
+  (`tokenizer.json`, `vocab.txt`, `tokenizer_config.json`, `special_tokens_map.json`), both ways.
 
-Normalisation is BERT uncased: clean control characters, pad CJK characters with spaces, lowercase,
-strip accents; pre-tokenisation splits on whitespace and punctuation; words over 100 characters
-become [UNK]. `encode` never adds special tokens: the packer and `encode_examples` add them.
+Normalisation is BERT's: clean control characters, pad CJK characters with spaces, lowercase and
+strip accents (uncased, every tokenizer we train; `lowercase=False` for an imported cased model);
+pre-tokenisation splits on whitespace and punctuation; words over 100 characters become [UNK].
+`encode` never adds special tokens: the packer and `encode_examples` add them.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
 from tokenizers import Tokenizer as _RustTokenizer
-from tokenizers import decoders, models, normalizers, pre_tokenizers, trainers
+from tokenizers import decoders, models, normalizers, pre_tokenizers, processors, trainers
 
 from .. import atomic_io
 from ..errors import BenchError, at
@@ -32,12 +35,13 @@ VOCAB_FILE = "vocab.txt"
 FORMAT = "electra-bench-wordpiece"
 FORMAT_VERSION = 1
 NORMALIZATION = "bert-uncased"
+CASED_NORMALIZATION = "bert-cased"
 
 
 class Tokenizer:
     """A WordPiece tokenizer; ids are looked up in its own vocab (never assumed)."""
 
-    def __init__(self, vocab: Sequence[str], *, source: str = "<memory>"):
+    def __init__(self, vocab: Sequence[str], *, source: str = "<memory>", lowercase: bool = True):
         vocab = list(vocab)
         self._vocab = vocab
         self._index = {t: i for i, t in enumerate(vocab)}
@@ -51,17 +55,22 @@ class Tokenizer:
         self._special = SpecialIds.from_vocab(self._index.__getitem__)
         tok = _RustTokenizer(models.WordPiece(vocab=dict(self._index), unk_token="[UNK]",
                                               max_input_chars_per_word=100))
+        # strip_accents=None: accents are stripped exactly when lower-casing, as BERT's tokenizer does
         tok.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True,
-                                                    strip_accents=None, lowercase=True)
+                                                    strip_accents=None, lowercase=lowercase)
         tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
         tok.decoder = decoders.WordPiece(prefix="##")
         self._tok = tok
-        self._sha256 = hashlib.sha256(_vocab_text(vocab).encode("utf-8")).hexdigest()
+        self.lowercase = lowercase
+        # an uncased tokenizer is identified by its vocab alone (every cache key and result made before
+        # cased ones existed keeps its hash); a cased one adds its normalisation
+        identity = _vocab_text(vocab) + ("" if lowercase else f"normalization={CASED_NORMALIZATION}\n")
+        self._sha256 = hashlib.sha256(identity.encode("utf-8")).hexdigest()
 
     # -- construction ---------------------------------------------------------------------------
 
     @classmethod
-    def from_vocab_file(cls, path: str | os.PathLike) -> "Tokenizer":
+    def from_vocab_file(cls, path: str | os.PathLike, *, lowercase: bool = True) -> "Tokenizer":
         """Read a BERT `vocab.txt`; anything else is a BenchError naming file:line."""
         path = Path(path)
         if not path.is_file():
@@ -89,7 +98,7 @@ class Tokenizer:
             vocab.append(token)
         if not vocab:
             raise BenchError(f"{path}: the vocab file is empty; expected a BERT vocab.txt, one token per line")
-        return cls(vocab, source=str(path))
+        return cls(vocab, source=str(path), lowercase=lowercase)
 
     @classmethod
     def train(cls, texts: Iterable[str], vocab_size: int, *, min_frequency: int = 2,
@@ -126,7 +135,8 @@ class Tokenizer:
         d = Path(directory)
         atomic_io.write_text(d / VOCAB_FILE, _vocab_text(self._vocab))
         atomic_io.write_json(d / META_FILE, {
-            "format": FORMAT, "version": FORMAT_VERSION, "normalization": NORMALIZATION,
+            "format": FORMAT, "version": FORMAT_VERSION,
+            "normalization": NORMALIZATION if self.lowercase else CASED_NORMALIZATION,
             "vocab_size": self.vocab_size, "sha256": self.sha256,
             "special": {name: getattr(self.special, name) for name in ("pad", "unk", "cls", "sep", "mask")},
         })
@@ -147,12 +157,65 @@ class Tokenizer:
         if not isinstance(meta, dict) or meta.get("format") != FORMAT:
             raise BenchError(f"{meta_path}: not an electra-bench tokenizer (format {meta.get('format')!r})"
                              if isinstance(meta, dict) else f"{meta_path}: not an electra-bench tokenizer")
-        if meta.get("normalization") != NORMALIZATION:
+        if meta.get("normalization") not in (NORMALIZATION, CASED_NORMALIZATION):
             raise BenchError(f"{meta_path}: unsupported normalization {meta.get('normalization')!r}")
-        tok = cls.from_vocab_file(d / VOCAB_FILE)
+        tok = cls.from_vocab_file(d / VOCAB_FILE, lowercase=meta["normalization"] == NORMALIZATION)
         if meta.get("sha256") != tok.sha256:
             raise BenchError(f"{d / VOCAB_FILE}: vocab does not match the sha256 recorded in {META_FILE} "
                              f"(edited after saving?)")
+        tok.source = str(d)
+        return tok
+
+    def save_hf(self, directory: str | os.PathLike, *, model_max_length: int, tokenizer_class: str) -> list[Path]:
+        """The files transformers' `AutoTokenizer.from_pretrained(directory)` reads, written atomically:
+        `tokenizer.json` (this tokenizer, plus BERT's post-processor, so that transformers adds [CLS]/[SEP]
+        as `encode_examples` does), `vocab.txt`, `tokenizer_config.json`, `special_tokens_map.json`."""
+        d = Path(directory)
+        tok = _RustTokenizer.from_str(self._tok.to_str())
+        cls_, sep = self.id_to_token(self.special.cls), self.id_to_token(self.special.sep)
+        tok.post_processor = processors.TemplateProcessing(
+            single=f"{cls_}:0 $A:0 {sep}:0", pair=f"{cls_}:0 $A:0 {sep}:0 $B:1 {sep}:1",
+            special_tokens=[(cls_, self.special.cls), (sep, self.special.sep)])
+        specials = {f"{name}_token": self.id_to_token(getattr(self.special, name))
+                    for name in ("unk", "sep", "pad", "cls", "mask")}
+        written = [d / "tokenizer.json", d / VOCAB_FILE, d / "tokenizer_config.json", d / "special_tokens_map.json"]
+        atomic_io.write_text(written[0], tok.to_str(pretty=True))
+        atomic_io.write_text(written[1], _vocab_text(self._vocab))
+        atomic_io.write_json(written[2], {
+            "tokenizer_class": tokenizer_class, "do_lower_case": self.lowercase, "strip_accents": None,
+            "tokenize_chinese_chars": True, "model_max_length": model_max_length,
+            "clean_up_tokenization_spaces": True, **specials})
+        atomic_io.write_json(written[3], specials)
+        return written
+
+    @classmethod
+    def from_hf(cls, directory: str | os.PathLike) -> "Tokenizer":
+        """The WordPiece tokenizer of a transformers model folder: `vocab.txt` (else the vocab inside
+        `tokenizer.json`), lower-cased as `tokenizer_config.json` says (`do_lower_case`, default True as
+        BERT's tokenizer), else as tokenizer.json's normaliser says. Anything that is not a BERT-style
+        WordPiece tokenizer is refused in one line."""
+        d = Path(directory)
+        config = _read_json_if_present(d / "tokenizer_config.json")
+        tok_json = _read_json_if_present(d / "tokenizer.json")
+        lowercase = config.get("do_lower_case")
+        if tok_json:
+            model = tok_json.get("model") or {}
+            if model.get("type") not in (None, "WordPiece"):
+                raise BenchError(f"{d / 'tokenizer.json'}: a {model.get('type')} tokenizer, not WordPiece: "
+                                 f"electra-bench reads BERT/ELECTRA WordPiece tokenizers only")
+            norm = tok_json.get("normalizer") or {}
+            if lowercase is None and norm.get("type") == "BertNormalizer":
+                lowercase = norm.get("lowercase")
+        lowercase = True if lowercase is None else bool(lowercase)
+        if (d / VOCAB_FILE).is_file():
+            tok = cls.from_vocab_file(d / VOCAB_FILE, lowercase=lowercase)
+        elif tok_json and isinstance((tok_json.get("model") or {}).get("vocab"), dict):
+            ordered = sorted(tok_json["model"]["vocab"].items(), key=lambda kv: kv[1])
+            if [i for _, i in ordered] != list(range(len(ordered))):
+                raise BenchError(f"{d / 'tokenizer.json'}: the WordPiece vocab's ids are not 0..{len(ordered) - 1}")
+            tok = cls([t for t, _ in ordered], source=str(d / "tokenizer.json"), lowercase=lowercase)
+        else:
+            raise BenchError(f"{d}: no tokenizer (expected vocab.txt or a WordPiece tokenizer.json)")
         tok.source = str(d)
         return tok
 
@@ -206,6 +269,21 @@ class Tokenizer:
 
     def __repr__(self) -> str:
         return f"Tokenizer(vocab_size={self.vocab_size}, sha256={self.sha256[:12]}, source={self.source!r})"
+
+
+def _read_json_if_present(path: Path) -> dict:
+    """A JSON object file's content, {} when absent; malformed is a BenchError naming file:line."""
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise BenchError(f"{at(path, e.lineno)}: malformed JSON ({e.msg})") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise BenchError(f"{path}: unreadable ({e})") from None
+    if not isinstance(data, dict):
+        raise BenchError(f"{path}: expected a JSON object")
+    return data
 
 
 def _vocab_text(vocab: Sequence[str]) -> str:

@@ -7,6 +7,7 @@ import statistics
 
 from ..data.task_sources import load_tasks
 from ..data.tokenizer import Tokenizer
+from ..interop import hf_import
 from ..layout import checkpoint_tokenizer
 from ..presets import FINETUNE_LR, LAYERWISE_LR_DECAY
 from ..training import checkpoint
@@ -35,10 +36,20 @@ def score_encoder(encoder, tokenizer, tasks, seeds: list[int], recipe: Recipe, d
     return rows
 
 
+def load_scorable(model: str) -> tuple:
+    """(encoder, tokenizer, meta) of what `finetune` and reference points score: an electra-bench
+    checkpoint directory, a local transformers folder of a BERT/ELECTRA encoder, or hf:NAME from the
+    local Hugging Face cache (interop/hf_import.py)."""
+    if hf_import.is_hf_source(model):
+        ext = hf_import.load_external(model)
+        return ext.encoder, ext.tokenizer, ext.meta
+    encoder, meta = checkpoint.load_encoder(model)
+    return encoder, Tokenizer.load(checkpoint_tokenizer(model, meta)), meta
+
+
 def score_checkpoint(ckpt_dir: str, source: str | None, task_names: list[str] | None, n_seeds: int,
                      protocol: str, device: str) -> dict:
-    encoder, meta = checkpoint.load_encoder(ckpt_dir)
-    tokenizer = Tokenizer.load(checkpoint_tokenizer(ckpt_dir, meta))
+    encoder, tokenizer, meta = load_scorable(ckpt_dir)
     tasks = load_tasks(source, task_names)
     dev = resolve_device(device)
     recipe = recipe_for(meta, protocol)
@@ -51,4 +62,6 @@ def score_checkpoint(ckpt_dir: str, source: str | None, task_names: list[str] | 
         for (t, m), v in per.items()
     ]
     return {"checkpoint": str(ckpt_dir), "objective": meta.get("objective"), "train_flops": meta.get("train_flops"),
+            "recipe": {"lr": recipe.lr, "layerwise_lr_decay": recipe.layerwise_lr_decay, "max_len": recipe.max_len,
+                       "from": meta.get("recipe_from", "the checkpoint's preset")},
             "protocol": protocol, "seeds": n_seeds, "results": summary, "rows": rows}

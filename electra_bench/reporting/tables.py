@@ -117,8 +117,10 @@ def flops_table(result: Mapping[str, Any], min_share: float = 0.005) -> Table:
 
 
 def checkpoint_table(result: dict) -> Table:
-    t = Table(title=f"{result['objective']} at {result['train_flops']:.3g} FLOPs ({result['protocol']}, "
-                    f"{result['seeds']} seeds: median [min, max])")
+    flops = result.get("train_flops")
+    what = (f"{result['objective']} at {flops:.3g} FLOPs" if flops is not None
+            else f"{result['checkpoint']} (external, training FLOPs unknown)")
+    t = Table(title=f"{what} ({result['protocol']}, {result['seeds']} seeds: median [min, max])")
     for c in ("task", "metric", "median", "spread"):
         t.add_column(c, justify="right" if c in ("median", "spread") else "left")
     for r in result["results"]:

@@ -24,12 +24,12 @@ from ..errors import BenchError
 from ..model import Encoder, EncoderConfig
 
 
-def _save_tensors(path: Path, tensors: dict[str, torch.Tensor]) -> None:
+def write_tensors(path: Path, tensors: dict[str, torch.Tensor]) -> None:
     with atomic_io.atomic_path(path) as tmp:
         save_file({k: v.detach().contiguous().cpu() for k, v in tensors.items()}, str(tmp))
 
 
-def _unique_state(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+def unique_state(module: torch.nn.Module) -> dict[str, torch.Tensor]:
     """state_dict without duplicate storage for tied/shared tensors (safetensors refuses aliases)."""
     seen: dict[int, str] = {}
     out = {}
@@ -54,13 +54,18 @@ def read_tensors(path: Path) -> dict[str, torch.Tensor]:
 
 
 def load_into(module: torch.nn.Module, path: Path) -> None:
-    tensors = read_tensors(path)
+    load_tensors_into(module, read_tensors(path), str(path))
+
+
+def load_tensors_into(module: torch.nn.Module, tensors: dict[str, torch.Tensor], where: str) -> None:
+    """Load a state stored without duplicate (tied/shared) tensors; anything else missing or unexpected
+    is a BenchError naming `where`."""
     missing, unexpected = module.load_state_dict(tensors, strict=False)
     # Shared tensors are stored once; their other names are legitimately "missing" here.
     shared = {n for n in missing if _is_alias(module, n, tensors)}
     missing = [n for n in missing if n not in shared]
     if missing or unexpected:
-        raise BenchError(f"{path}: weights do not match the model (missing {missing[:3]}, unexpected {unexpected[:3]})")
+        raise BenchError(f"{where}: weights do not match the model (missing {missing[:3]}, unexpected {unexpected[:3]})")
 
 
 def _is_alias(module: torch.nn.Module, name: str, stored: dict) -> bool:
@@ -72,9 +77,22 @@ def _is_alias(module: torch.nn.Module, name: str, stored: dict) -> bool:
 # ---- fine-tuning checkpoints -------------------------------------------------------------------------
 
 
-def save_encoder(directory: Path, encoder: Encoder, meta: dict) -> None:
+OBJECTIVE_FILE = "objective.safetensors"
+
+
+def save_encoder(directory: Path, encoder: Encoder, meta: dict, objective: torch.nn.Module | None = None) -> None:
+    """The kept encoder (what fine-tuning reads) and, with `objective`, the rest of the objective module
+    (heads, generator) in `objective.safetensors`: every tensor of the objective's state not also in
+    the encoder, under the objective's own names, so that `export` can write the discriminator's and
+    generator's heads. The metadata is written last: a checkpoint without it is incomplete."""
     directory.mkdir(parents=True, exist_ok=True)
-    _save_tensors(directory / "model.safetensors", _unique_state(encoder))
+    kept = unique_state(encoder)
+    write_tensors(directory / "model.safetensors", kept)
+    if objective is not None:
+        in_encoder = {(t.data_ptr(), t.shape, t.stride()) for t in kept.values() if t.numel()}
+        rest = {k: t for k, t in unique_state(objective).items()
+                if not t.numel() or (t.data_ptr(), t.shape, t.stride()) not in in_encoder}
+        write_tensors(directory / OBJECTIVE_FILE, rest)
     atomic_io.write_json(directory / "checkpoint.json", {**meta, "encoder": encoder.cfg.__dict__})
 
 
@@ -133,7 +151,7 @@ def save_state(root: Path, step: int, module: torch.nn.Module, optimizer: torch.
     if state_dir.exists():
         shutil.rmtree(state_dir)
     state_dir.mkdir(parents=True)
-    _save_tensors(state_dir / "model.safetensors", _unique_state(module))
+    write_tensors(state_dir / "model.safetensors", unique_state(module))
     opt = optimizer.state_dict()
     tensors, scalars = {}, {}
     for idx, st in opt["state"].items():
@@ -142,7 +160,7 @@ def save_state(root: Path, step: int, module: torch.nn.Module, optimizer: torch.
                 tensors[f"{idx}.{k}"] = v
             else:
                 scalars[f"{idx}.{k}"] = v
-    _save_tensors(state_dir / "optimizer.safetensors", tensors)
+    write_tensors(state_dir / "optimizer.safetensors", tensors)
     atomic_io.write_json(
         state_dir / "state.json", {**info, "step": step, "param_groups": opt["param_groups"], "scalars": scalars}
     )

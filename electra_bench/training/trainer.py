@@ -351,6 +351,7 @@ def _save_checkpoint(out: PretrainLayout, model, plan: Plan, preset: Preset, see
          "convention": plan.convention, "preset": preset.name, "seed": seed, "seq_len": preset.seq_len,
          "tokenizer": TOKENIZER_FROM_CHECKPOINT, "finetune_lr": preset.finetune_lr,
          "layerwise_lr_decay": preset.layerwise_lr_decay},
+        objective=model,
     )
 
 
