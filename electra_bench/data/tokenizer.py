@@ -190,8 +190,8 @@ class Tokenizer:
 
     @classmethod
     def from_hf(cls, directory: str | os.PathLike) -> "Tokenizer":
-        """The WordPiece tokenizer of a transformers model folder: `vocab.txt` (else the vocab inside
-        `tokenizer.json`), lower-cased as `tokenizer_config.json` says (`do_lower_case`, default True as
+        """The WordPiece tokenizer of a transformers model folder: the vocab inside `tokenizer.json` (else
+        `vocab.txt`), lower-cased as `tokenizer_config.json` says (`do_lower_case`, default True as
         BERT's tokenizer), else as tokenizer.json's normaliser says. Anything that is not a BERT-style
         WordPiece tokenizer is refused in one line."""
         d = Path(directory)
@@ -207,13 +207,14 @@ class Tokenizer:
             if lowercase is None and norm.get("type") == "BertNormalizer":
                 lowercase = norm.get("lowercase")
         lowercase = True if lowercase is None else bool(lowercase)
-        if (d / VOCAB_FILE).is_file():
-            tok = cls.from_vocab_file(d / VOCAB_FILE, lowercase=lowercase)
-        elif tok_json and isinstance((tok_json.get("model") or {}).get("vocab"), dict):
+        # tokenizer.json first: it is what transformers' (fast) tokenizers read when both files are there
+        if tok_json and isinstance((tok_json.get("model") or {}).get("vocab"), dict):
             ordered = sorted(tok_json["model"]["vocab"].items(), key=lambda kv: kv[1])
             if [i for _, i in ordered] != list(range(len(ordered))):
                 raise BenchError(f"{d / 'tokenizer.json'}: the WordPiece vocab's ids are not 0..{len(ordered) - 1}")
             tok = cls([t for t, _ in ordered], source=str(d / "tokenizer.json"), lowercase=lowercase)
+        elif (d / VOCAB_FILE).is_file():
+            tok = cls.from_vocab_file(d / VOCAB_FILE, lowercase=lowercase)
         else:
             raise BenchError(f"{d}: no tokenizer (expected vocab.txt or a WordPiece tokenizer.json)")
         tok.source = str(d)

@@ -1,0 +1,355 @@
+"""Our encoder, heads and objectives against transformers' BERT/ELECTRA (fp32, random weights): export ->
+transformers, transformers -> import, round trips, tokenizer ids, losses, and the CLI around them.
+
+Random weights are drawn for every tensor (LayerNorm gains and biases included), so a swapped or
+misnamed tensor changes the outputs; tolerance: 1e-5 of the activation scale (max |activation|)."""
+
+import dataclasses
+import json
+import lzma
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+transformers = pytest.importorskip("transformers")
+from transformers import (AutoTokenizer, BertConfig, BertForMaskedLM, ElectraConfig,  # noqa: E402
+                          ElectraForMaskedLM, ElectraForPreTraining, ElectraModel)
+
+from electra_bench import objectives, presets  # noqa: E402
+from electra_bench.data.tokenizer import Tokenizer  # noqa: E402
+from electra_bench.errors import BenchError  # noqa: E402
+from electra_bench.interop import hf_import, hf_names  # noqa: E402
+from electra_bench.interop.export import export  # noqa: E402
+from electra_bench.layout import TOKENIZER_FROM_CHECKPOINT, PretrainLayout  # noqa: E402
+from electra_bench.objectives import choose_positions, corrupt, sample_replacements  # noqa: E402
+from electra_bench.training import checkpoint  # noqa: E402
+from electra_bench.training.run import with_vocab  # noqa: E402
+
+transformers.logging.set_verbosity_error()
+TOL = 1e-5
+CORPUS = Path(__file__).resolve().parent.parent / "electra_bench" / "assets" / "suite" / "corpus.txt.xz"
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tmp_path_factory):
+    with lzma.open(CORPUS, "rt", encoding="utf-8") as f:
+        lines = [next(f) for _ in range(3000)]
+    return Tokenizer.train(lines, 600)
+
+
+def small_preset(tokenizer, embedding_size: int, **changes) -> presets.Preset:
+    p = with_vocab(presets.get("tiny"), tokenizer.vocab_size)
+    enc = dataclasses.replace(p.encoder, hidden_size=64, embedding_size=embedding_size, num_layers=2, num_heads=2,
+                              ffn_size=128, dropout=0.0, max_positions=64)
+    return dataclasses.replace(p, encoder=enc, seq_len=32, batch_size=4, **changes)
+
+
+def randomize(module: torch.nn.Module, seed: int = 0) -> None:
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in module.named_parameters():
+            noise = torch.randn(p.shape, generator=g) * 0.2
+            p.copy_(1 + noise if "norm" in name and name.endswith("weight") else noise)
+
+
+def make_checkpoint(root: Path, objective: str, preset: presets.Preset, tokenizer: Tokenizer, seed: int = 0):
+    """A pre-training directory holding one checkpoint of `objective` with random weights, written by the
+    trainer's own save path (checkpoint.save_encoder with the objective)."""
+    module = objectives.build(objective, preset, tokenizer.special)
+    randomize(module, seed)
+    out = PretrainLayout(root)
+    out.root.mkdir(parents=True)
+    tokenizer.save(out.tokenizer)
+    (out.run_file).write_text(json.dumps({"preset": preset.to_dict(), "plan": {"total_steps": 10},
+                                          "data": {"corpus_sha256": "test"}}))
+    meta = {"objective": objective, "fraction": 1.0, "step": 10, "train_flops": 1e9, "convention": "measured",
+            "preset": preset.name, "seed": seed, "seq_len": preset.seq_len, "tokenizer": TOKENIZER_FROM_CHECKPOINT,
+            "finetune_lr": preset.finetune_lr, "layerwise_lr_decay": preset.layerwise_lr_decay}
+    checkpoint.save_encoder(out.checkpoint(1.0), module.backbone(), meta, objective=module)
+    return out.checkpoint(1.0), module.eval()
+
+
+def batch(tokenizer, padded: bool, n: int = 3, T: int = 24, seed: int = 1):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(5, tokenizer.vocab_size, (n, T), generator=g)
+    ids[:, 0] = tokenizer.special.cls
+    att = torch.ones_like(ids)
+    if padded:
+        for i, length in enumerate((T, T - 7, T - 15)[:n]):
+            ids[i, length - 1] = tokenizer.special.sep
+            ids[i, length:] = tokenizer.special.pad
+            att[i, length:] = 0
+    else:
+        ids[:, -1] = tokenizer.special.sep
+    seg = torch.zeros_like(ids)
+    seg[:, T // 2:] = 1
+    return {"input_ids": ids, "segment_ids": seg, "attention_mask": att}
+
+
+def close(ours: torch.Tensor, theirs: torch.Tensor) -> float:
+    """Max difference relative to the activation scale."""
+    return float((ours - theirs).abs().max() / ours.abs().max().clamp(min=1e-12))
+
+
+def hf_kwargs(b):
+    return {"input_ids": b["input_ids"], "token_type_ids": b["segment_ids"], "attention_mask": b["attention_mask"]}
+
+
+# ---- export: our model vs the exported one loaded by transformers -----------------------------------------
+
+
+@pytest.mark.parametrize("embedding_size", [64, 32], ids=["E=H", "E<H"])
+@pytest.mark.parametrize("padded", [False, True], ids=["packed", "padded"])
+def test_exported_rtd_computes_what_ours_does(tmp_path, tokenizer, embedding_size, padded):
+    ckpt, m = make_checkpoint(tmp_path / "run", "rtd", small_preset(tokenizer, embedding_size), tokenizer)
+    export(ckpt, tmp_path / "hf")
+    disc = ElectraForPreTraining.from_pretrained(tmp_path / "hf").eval()
+    gen = ElectraForMaskedLM.from_pretrained(tmp_path / "hf" / "generator").eval()
+    b = batch(tokenizer, padded)
+    positions = torch.tensor([[1, 3, 5], [2, 4, 6], [1, 2, 3]])
+    with torch.no_grad():
+        h = m.discriminator(b["input_ids"], b["segment_ids"], b["attention_mask"])
+        out = disc(**hf_kwargs(b), output_hidden_states=True)
+        assert close(h, out.hidden_states[-1]) < TOL
+        assert close(m.disc_head(h), out.logits) < TOL
+        gh = m.generator(b["input_ids"], b["segment_ids"], b["attention_mask"])
+        ours = m.gen_head(gh, positions)  # (B, P, V)
+        theirs = torch.gather(gen(**hf_kwargs(b)).logits, 1, positions[..., None].expand(-1, -1, ours.shape[-1]))
+        assert close(ours, theirs) < TOL
+    assert ElectraModel.from_pretrained(tmp_path / "hf") is not None  # the encoder alone loads too
+
+
+@pytest.mark.parametrize("embedding_size,arch", [(64, BertForMaskedLM), (32, ElectraForMaskedLM)], ids=["E=H", "E<H"])
+@pytest.mark.parametrize("padded", [False, True], ids=["packed", "padded"])
+def test_exported_mlm_computes_what_ours_does(tmp_path, tokenizer, embedding_size, arch, padded):
+    ckpt, m = make_checkpoint(tmp_path / "run", "mlm", small_preset(tokenizer, embedding_size), tokenizer)
+    export(ckpt, tmp_path / "hf")
+    assert json.loads((tmp_path / "hf" / "config.json").read_text())["architectures"] == [arch.__name__]
+    hf = arch.from_pretrained(tmp_path / "hf").eval()
+    b = batch(tokenizer, padded)
+    positions = torch.tensor([[1, 3, 5], [2, 4, 6], [1, 2, 3]])
+    with torch.no_grad():
+        h = m.encoder(b["input_ids"], b["segment_ids"], b["attention_mask"])
+        out = hf(**hf_kwargs(b), output_hidden_states=True)
+        assert close(h, out.hidden_states[-1]) < TOL
+        ours = m.head(h, positions)
+        theirs = torch.gather(out.logits, 1, positions[..., None].expand(-1, -1, ours.shape[-1]))
+        assert close(ours, theirs) < TOL
+
+
+def test_gdes_is_folded_exactly(tmp_path, tokenizer):
+    """GDES's sg(E_G) + E_delta becomes one plain table: the exported discriminator computes what the
+    GDES discriminator does."""
+    preset = small_preset(tokenizer, 32, embedding_sharing="gdes")
+    ckpt, m = make_checkpoint(tmp_path / "run", "rtd", preset, tokenizer)
+    export(ckpt, tmp_path / "hf")
+    disc = ElectraForPreTraining.from_pretrained(tmp_path / "hf").eval()
+    b = batch(tokenizer, True)
+    with torch.no_grad():
+        h = m.discriminator(b["input_ids"], b["segment_ids"], b["attention_mask"])
+        assert close(m.disc_head(h), disc(**hf_kwargs(b)).logits) < TOL
+
+
+# ---- the objectives' losses from transformers' outputs ----------------------------------------------------
+
+
+def test_losses_from_transformers_outputs_equal_ours(tmp_path, tokenizer):
+    preset = small_preset(tokenizer, 32)
+    b = batch(tokenizer, True)
+    for objective in ("mlm", "rtd"):
+        ckpt, m = make_checkpoint(tmp_path / objective, objective, preset, tokenizer)
+        export(ckpt, tmp_path / f"{objective}-hf")
+        rng = torch.Generator().manual_seed(5)
+        noise = m.draw_noise(b, rng)
+        gumbel = None if noise.gumbel is None else noise.gumbel.clone()  # compute overwrites it
+        with torch.no_grad():
+            ours = m.compute(b, noise)
+        ids, seg, att = b["input_ids"], b["segment_ids"], b["attention_mask"]
+        positions, weights = choose_positions(ids, att, m.special, m.mask_prob, m.max_predictions, None,
+                                              scores=noise.scores)
+        labels = torch.gather(ids, 1, positions)
+
+        def masked_ce(logits_all):  # (B, T, V) -> the weighted mean CE at the masked positions
+            logits = torch.gather(logits_all, 1, positions[..., None].expand(-1, -1, logits_all.shape[-1]))
+            ce = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), reduction="none")
+            return (ce * weights.flatten()).sum() / weights.sum(), logits
+
+        if objective == "mlm":
+            hf = (BertForMaskedLM if preset.encoder.embedding_size == 64 else ElectraForMaskedLM).from_pretrained(
+                tmp_path / "mlm-hf").eval()
+            corrupted = corrupt(ids, positions, weights, m.special, tokenizer.vocab_size, 0.8, 0.1, None,
+                                draws=(noise.corrupt_r, noise.corrupt_tokens))
+            with torch.no_grad():
+                loss, _ = masked_ce(hf(input_ids=corrupted, token_type_ids=seg, attention_mask=att).logits)
+            assert abs(float(loss) - float(ours.loss)) < TOL * float(ours.loss)
+            continue
+        gen = ElectraForMaskedLM.from_pretrained(tmp_path / "rtd-hf" / "generator").eval()
+        disc = ElectraForPreTraining.from_pretrained(tmp_path / "rtd-hf").eval()
+        gen_in = corrupt(ids, positions, weights, m.special, tokenizer.vocab_size, 0.85, 0.0, None,
+                         draws=(noise.corrupt_r, noise.corrupt_tokens))
+        with torch.no_grad():
+            gen_loss, gen_logits = masked_ce(gen(input_ids=gen_in, token_type_ids=seg, attention_mask=att).logits)
+            sampled = sample_replacements(gen_logits, labels, m.temperature, m.disallow_correct, None, uniform=gumbel)
+            disc_in = ids.scatter(1, positions, torch.where(weights > 0, sampled, labels))
+            replaced = (disc_in != ids).float()
+            logits = disc(input_ids=disc_in, token_type_ids=seg, attention_mask=att).logits
+            bce = F.binary_cross_entropy_with_logits(logits, replaced, reduction="none")
+            disc_loss = (bce * att).sum() / att.sum()
+        assert torch.equal(replaced, ours.extras["replaced"])  # the same replacements
+        assert abs(float(gen_loss) - float(ours.metrics["gen_loss"])) < TOL * float(gen_loss)
+        assert abs(float(disc_loss) - float(ours.metrics["disc_loss"])) < TOL * float(disc_loss)
+        total = gen_loss + m.disc_weight * disc_loss
+        assert abs(float(total) - float(ours.loss)) < TOL * float(total)
+
+
+# ---- import: a transformers model vs transformers itself ----------------------------------------------------
+
+
+def _hf_model_folder(tmp_path: Path, cls, config, tokenizer: Tokenizer) -> Path:
+    torch.manual_seed(0)
+    model = cls(config).eval()
+    randomize(model, 3)
+    folder = tmp_path / cls.__name__
+    model.save_pretrained(folder)
+    vocab = {t: i for i, t in enumerate(tokenizer.vocab)}
+    transformers.BertTokenizer(vocab=vocab, do_lower_case=True).save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.parametrize("cls", [ElectraForPreTraining, ElectraModel, BertForMaskedLM], ids=lambda c: c.__name__)
+@pytest.mark.parametrize("padded", [False, True], ids=["packed", "padded"])
+def test_imported_model_computes_what_transformers_does(tmp_path, tokenizer, cls, padded):
+    common = dict(vocab_size=tokenizer.vocab_size, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
+                  intermediate_size=128, max_position_embeddings=64, hidden_dropout_prob=0.0,
+                  attention_probs_dropout_prob=0.0)
+    config = BertConfig(**common) if cls is BertForMaskedLM else ElectraConfig(embedding_size=32, **common)
+    folder = _hf_model_folder(tmp_path, cls, config, tokenizer)
+    hf = cls.from_pretrained(folder).eval()
+    ext = hf_import.load_external(folder)
+    assert ext.tokenizer.vocab == tokenizer.vocab
+    b = batch(tokenizer, padded)
+    with torch.no_grad():
+        theirs = hf(**hf_kwargs(b), output_hidden_states=True).hidden_states[-1]
+        ours = ext.encoder.eval()(b["input_ids"], b["segment_ids"], b["attention_mask"])
+    assert close(ours, theirs) < TOL
+
+
+def test_export_import_round_trip_is_bit_identical(tmp_path, tokenizer):
+    for objective, E in (("rtd", 32), ("mlm", 64), ("mlm", 32)):
+        ckpt, m = make_checkpoint(tmp_path / f"{objective}{E}", objective, small_preset(tokenizer, E), tokenizer)
+        hf_dir = tmp_path / f"{objective}{E}-hf"
+        export(ckpt, hf_dir)
+        ext = hf_import.load_external(hf_dir)
+        kept = m.backbone().state_dict()
+        assert set(ext.encoder.state_dict()) == set(kept)
+        for k, v in ext.encoder.state_dict().items():
+            assert torch.equal(v, kept[k]), k
+        head, ours_head = ("discriminator", m.disc_head) if objective == "rtd" else (
+            "bert_mlm" if E == 64 else "electra_mlm", m.head)
+        for k, v in hf_names.head_from_hf(ext.state, head).items():
+            assert torch.equal(v, ours_head.state_dict()[k]), k
+        if objective == "rtd":  # the generator too
+            gen_state = hf_import.load_external(hf_dir / "generator").encoder.state_dict()
+            for k, v in m.generator.state_dict().items():
+                assert torch.equal(gen_state[k], v), k
+        # finetune reads the exported folder's own recipe and FLOPs
+        assert ext.meta["train_flops"] == 1e9 and ext.meta["objective"] == objective
+
+
+def test_autotokenizer_gives_the_tools_ids_on_the_embedded_corpus(tmp_path, tokenizer):
+    ckpt, _ = make_checkpoint(tmp_path / "run", "rtd", small_preset(tokenizer, 32), tokenizer)
+    export(ckpt, tmp_path / "hf")
+    auto = AutoTokenizer.from_pretrained(tmp_path / "hf")
+    with lzma.open(CORPUS, "rt", encoding="utf-8") as f:
+        lines = [next(f).rstrip("\n") for _ in range(1000)]
+    special = tokenizer.special
+    ours = [[special.cls] + ids + [special.sep] for ids in tokenizer.encode_batch(lines)]
+    assert auto(lines)["input_ids"] == ours
+    reloaded = Tokenizer.from_hf(tmp_path / "hf")  # and back: the same tokenizer, same identity
+    assert reloaded.sha256 == tokenizer.sha256 and reloaded.encode_batch(lines) == tokenizer.encode_batch(lines)
+
+
+def test_cased_tokenizer_keeps_case(tmp_path, tokenizer):
+    vocab = tokenizer.vocab + ["Cat"]
+    folder = tmp_path / "cased"
+    folder.mkdir()
+    (folder / "vocab.txt").write_text("".join(t + "\n" for t in vocab))
+    (folder / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": False}))
+    cased = Tokenizer.from_hf(folder)
+    hf = transformers.BertTokenizer(vocab={t: i for i, t in enumerate(vocab)}, do_lower_case=False)
+    assert cased.encode("Cat sat") == hf("Cat sat", add_special_tokens=False)["input_ids"]
+    assert cased.encode("Cat")[0] == len(vocab) - 1  # "Cat" itself, not "cat"
+    assert cased.sha256 != Tokenizer(vocab).sha256  # a cased tokenizer is not the uncased one
+
+
+# ---- what is refused ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("change,words", [
+    ({"model_type": "roberta"}, "padding index"),
+    ({"model_type": "deberta-v2"}, "relative positions"),
+    ({"hidden_act": "relu"}, "hidden_act 'relu'"),
+    ({"position_embedding_type": "relative_key"}, "absolute positions only"),
+    ({"is_decoder": True}, "decoder"),
+])
+def test_models_our_encoder_cannot_compute_are_refused(tmp_path, tokenizer, change, words):
+    ckpt, _ = make_checkpoint(tmp_path / "run", "mlm", small_preset(tokenizer, 64), tokenizer)
+    export(ckpt, tmp_path / "hf")
+    cfg = json.loads((tmp_path / "hf" / "config.json").read_text())
+    (tmp_path / "hf" / "config.json").write_text(json.dumps({**cfg, **change}))
+    with pytest.raises(BenchError, match=words):
+        hf_import.load_external(tmp_path / "hf")
+
+
+def test_unknown_encoder_tensors_are_refused(tmp_path, tokenizer):
+    ckpt, _ = make_checkpoint(tmp_path / "run", "mlm", small_preset(tokenizer, 64), tokenizer)
+    export(ckpt, tmp_path / "hf")
+    state = checkpoint.read_tensors(tmp_path / "hf" / "model.safetensors")
+    state["bert.encoder.layer.0.attention.self.distance_embedding.weight"] = torch.zeros(3, 3)
+    checkpoint.write_tensors(tmp_path / "hf" / "model.safetensors", state)
+    with pytest.raises(BenchError, match="distance_embedding"):
+        hf_import.load_external(tmp_path / "hf")
+
+
+# ---- the command line ----------------------------------------------------------------------------------------
+
+
+def _cli(*args, env=None, cwd=None):
+    return subprocess.run([sys.executable, "-m", "electra_bench", *args], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=600)
+
+
+def test_cli_export_then_finetune_hf_name_from_the_local_cache(tmp_path, tokenizer, monkeypatch):
+    """`export` writes a folder; `finetune hf:NAME` finds it in a Hugging Face cache (never downloading)
+    and scores it on the embedded suite, the same as the checkpoint it came from."""
+    import os
+
+    ckpt, _ = make_checkpoint(tmp_path / "run", "rtd", small_preset(tokenizer, 32), tokenizer)
+    r = _cli("export", str(ckpt), "--out", str(tmp_path / "hf"))
+    assert r.returncode == 0, r.stderr
+    assert "ElectraForPreTraining" in r.stdout and "generator" in r.stdout
+    again = _cli("export", str(ckpt), "--out", str(tmp_path / "hf"))
+    assert again.returncode == 2 and again.stderr.count("\n") == 1 and "--overwrite" in again.stderr
+    # a hub cache laid out as huggingface_hub writes it: models--org--name/{refs/main, snapshots/<rev>/}
+    cache = tmp_path / "hub"
+    snap = cache / "models--test--tiny-electra" / "snapshots" / ("0" * 40)
+    snap.parent.mkdir(parents=True)
+    (cache / "models--test--tiny-electra" / "refs").mkdir()
+    (cache / "models--test--tiny-electra" / "refs" / "main").write_text("0" * 40)
+    os.symlink(tmp_path / "hf", snap)
+    env = {**os.environ, "HF_HUB_CACHE": str(cache), "HF_HUB_OFFLINE": "1"}
+    args = ["--protocol", "probe", "--seeds", "1", "--json"]
+    via_hub = _cli("finetune", "hf:test/tiny-electra", *args, env=env)
+    assert via_hub.returncode == 0, via_hub.stderr
+    direct = _cli("finetune", str(ckpt), *args)
+    assert direct.returncode == 0, direct.stderr
+    hub_res, ckpt_res = json.loads(via_hub.stdout), json.loads(direct.stdout)
+    assert len({r["task"] for r in hub_res["results"]}) == 5  # every task of the embedded suite
+    assert hub_res["results"] == ckpt_res["results"]
+    missing = _cli("finetune", "hf:test/not-cached", *args, env=env)
+    assert missing.returncode == 2 and "not in the local Hugging Face cache" in missing.stderr
+    assert missing.stderr.count("\n") == 1
