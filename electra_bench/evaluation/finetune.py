@@ -196,13 +196,26 @@ def training_examples(task, recipe: Recipe, seed: int) -> list:
     return [train[i] for i in _sample(len(train), k, seed)]
 
 
-def finetune(encoder_state: dict, encoder_cfg, task, tokenizer, recipe: Recipe, seed: int, device) -> dict:
-    """Fine-tune a fresh copy of the encoder on one task with one seed; returns dev metrics."""
-    spec = task.spec
+def initial_classifier(encoder_state: dict, encoder_cfg, num_labels: int, seed: int) -> SequenceClassifier:
+    """The classifier a fine-tuning seed starts from: the encoder's weights and a head drawn under `seed`."""
     torch.manual_seed(seed)
     encoder = Encoder(encoder_cfg)
     encoder.load_state_dict(encoder_state)
-    model = SequenceClassifier(encoder, spec.num_labels).to(device)
+    return SequenceClassifier(encoder, num_labels)
+
+
+def finetune(encoder_state: dict, encoder_cfg, task, tokenizer, recipe: Recipe, seed: int, device) -> dict:
+    """Fine-tune a fresh copy of the encoder on one task with one seed; returns dev metrics."""
+    model = fit_classifier(encoder_state, encoder_cfg, task, tokenizer, recipe, seed, device)
+    return {k: v for split in _eval_splits(task) for k, v in score_classifier(model, task, tokenizer, recipe, split,
+                                                                             device)[0].items()}
+
+
+def fit_classifier(encoder_state: dict, encoder_cfg, task, tokenizer, recipe: Recipe, seed: int, device
+                   ) -> SequenceClassifier:
+    """The paper's fine-tuning loop on one task with one seed: the trained classifier (in eval mode)."""
+    spec = task.spec
+    model = initial_classifier(encoder_state, encoder_cfg, spec.num_labels, seed).to(device)
     train = training_examples(task, recipe, seed)
     epochs = recipe.epochs_for(spec.name)
     steps_per_epoch = math.ceil(len(train) / recipe.batch_size)
@@ -228,20 +241,25 @@ def finetune(encoder_state: dict, encoder_cfg, task, tokenizer, recipe: Recipe, 
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
             step += 1
-    model.eval()
-    results = {}
-    with torch.no_grad():
-        for split in _eval_splits(task):
-            examples = task.splits[split]
-            order = _by_length(examples)
-            preds = np.zeros(len(examples), dtype=np.float64 if spec.regression else np.int64)
-            for i in range(0, len(examples), 128):
-                sel = order[i : i + 128]
-                b = encode_examples(tokenizer, [examples[j] for j in sel], recipe.max_len)
-                out = model(b["input_ids"].to(device), b["segment_ids"].to(device), b["attention_mask"].to(device))
-                preds[sel] = out.squeeze(-1).float().cpu().numpy() if spec.regression else out.argmax(-1).cpu().numpy()
-            results.update(_score(spec, preds, _labels_array(examples, spec.regression), split))
-    return results
+    return model.eval()
+
+
+@torch.no_grad()
+def score_classifier(model: SequenceClassifier, task, tokenizer, recipe: Recipe, split: str, device
+                     ) -> tuple[dict, np.ndarray]:
+    """Metrics of a fine-tuned classifier on one evaluation split, and its outputs ((N, labels), in the
+    split's order)."""
+    spec = task.spec
+    examples = task.splits[split]
+    order = _by_length(examples)
+    outputs = np.zeros((len(examples), spec.num_labels), dtype=np.float32)
+    for i in range(0, len(examples), 128):
+        sel = order[i : i + 128]
+        b = encode_examples(tokenizer, [examples[j] for j in sel], recipe.max_len)
+        out = model(b["input_ids"].to(device), b["segment_ids"].to(device), b["attention_mask"].to(device))
+        outputs[sel] = out.float().cpu().numpy()
+    preds = outputs[:, 0].astype(np.float64) if spec.regression else outputs.argmax(-1)
+    return _score(spec, preds, _labels_array(examples, spec.regression), split), outputs
 
 
 def evaluate(encoder: Encoder, task, tokenizer, recipe: Recipe, seed: int, device, cache: dict | None = None) -> dict:
