@@ -31,6 +31,9 @@ err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 CONVENTION_HELP = "FLOP counting: measured (fvcore on our modules) or paper (the ELECTRA paper's formula)."
 DEVICE_HELP = "auto (CUDA when available), cpu, cuda or cuda:N."
 PROTOCOL_HELP = "finetune (the paper's recipe), probe (linear probe on frozen features) or fewshot."
+REFERENCE_HELP = ("An external checkpoint scored beside the run with its suite, protocol and seeds, shown at the "
+                  "FLOPs you state: LABEL=SOURCE[@FLOPS], SOURCE a transformers folder, hf:NAME (local cache) or "
+                  "a checkpoint; repeatable.")
 OBJECTIVE_HELP = ("mlm: BERT's masked LM; rtd: ELECTRA's replaced-token detection; the paper's Table 5 ablations: "
                   "rtd-15 (discriminator loss on masked positions only), replace-mlm (generator samples instead "
                   "of [MASK]), alltokens-mlm (predict every token, with a copy mechanism).")
@@ -385,18 +388,24 @@ def export(source, out_dir, objective, seed, fraction, overwrite, as_json):
 @click.option("--budget", default=None, help="Per-objective budget (default: the preset's tuned default).")
 @click.option("--quick", is_flag=True, help="The same path at a sixth of the default budget, with smaller probes (for CI; wall times: README).")
 @click.option("--long", "long_mode", is_flag=True, help="The long CPU mode: 5x the default budget (about an hour on 2 idle cores; README).")
+@click.option("--reference", "references", multiple=True, metavar="LABEL=SOURCE[@FLOPS]",
+              help=REFERENCE_HELP)
 @experiment_options
 @override_options
-def compare(preset, budget, quick, long_mode, convention, corpus, source, tasks, seeds, pretrain_seeds, protocol, root, run_id,
-            device, jobs, threads, quiet, as_json, overrides):
+def compare(preset, budget, quick, long_mode, references, convention, corpus, source, tasks, seeds, pretrain_seeds,
+            protocol, root, run_id, device, jobs, threads, quiet, as_json, overrides):
     """Pre-train MLM and RTD to the same budget, score every checkpoint, report the curves."""
+    from .experiments import references as refs_mod
     from .experiments.compare import CompareSpec, run_compare
+    from .reporting.references import parse_all
 
     spec = CompareSpec.resolve(preset=preset, budget=budget, quick=quick, convention=convention, corpus=corpus,
                                source=source, tasks=tasks.split(",") if tasks else None, seeds=seeds,
                                protocol=protocol, device=device, pretrain_seeds=pretrain_seeds, jobs=jobs,
                                threads=threads, overrides=overrides, long=long_mode)
-    summary, rendered = run_compare(spec, root, run_id, quiet=quiet or as_json, width=out.width)
+    refs = parse_all(references)
+    summary, rendered = run_compare(spec, root, run_id, quiet=quiet or as_json, width=out.width,
+                                    score_more=refs_mod.phase(refs) if refs else None)
     _emit_json(summary) if as_json else click.echo(rendered, nl=False)
 
 
@@ -450,11 +459,20 @@ def sweep(preset, budget, generator_sizes, quick, convention, corpus, source, ta
 @click.argument("runs", nargs=-1, required=True)
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
               help="Terminal table, Markdown, CSV or LaTeX.")
-def report(runs, fmt):
+@click.option("--reference", "references", multiple=True, metavar="LABEL=SOURCE[@FLOPS]",
+              help=REFERENCE_HELP + " Scored into the (one) compare run first.")
+@click.option("--device", default="auto", show_default=True, help=DEVICE_HELP + " (for --reference)")
+def report(runs, fmt, references, device):
     """Paper-style table for one or more runs: compare runs in Table 1's layout with the headline,
     ablation runs in Table 5's."""
     from .reporting.report import render_runs
 
+    if references:
+        from .experiments.references import add_to_run
+
+        if len(runs) != 1:
+            raise BenchError("--reference scores into one compare run: give exactly one RUN")
+        add_to_run(runs[0], list(references), device)
     click.echo(render_runs(runs, fmt, width=out.width))
 
 

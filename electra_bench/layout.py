@@ -12,7 +12,7 @@ A pre-training run (`electra-bench pretrain --out DIR`, or one seed of a compare
 A compare run (`results/<run-id>/`, reporting/results.py):
 
     config.json  provenance.json  history.jsonl  scores.jsonl  summary.json  report.md  report.txt
-    plots/  .lock
+    plots/  .lock  references.jsonl (external checkpoints scored beside the run, when any)
     pretrain/<objective>/seed-<k>/   a pre-training run as above
 
 An ablation run (`electra-bench ablate`, experiments/ablate.py) has the same layout with
@@ -68,6 +68,7 @@ class RunLayout:
     report_md = property(lambda self: self.root / "report.md")
     report_txt = property(lambda self: self.root / "report.txt")
     scores = property(lambda self: self.root / "scores.jsonl")
+    references = property(lambda self: self.root / "references.jsonl")  # scored external checkpoints
     summary = property(lambda self: self.root / "summary.json")
     ablation = property(lambda self: self.root / "ablation.json")  # an ablation run's table
     sweep = property(lambda self: self.root / "sweep.json")  # a generator-size sweep's table

@@ -439,3 +439,61 @@ def test_finetune_matches_a_plain_transformers_loop(tmp_path, tokenizer):
           f"{tool_metrics['accuracy']:.2f} plain {plain_acc:.2f}")
     assert diff < FINETUNE_TOL
     assert abs(tool_metrics["accuracy"] - plain_acc) < 0.11  # at most one dev example either way
+
+
+# ---- reference points ---------------------------------------------------------------------------------------
+
+FIXTURE_RUN = Path(__file__).resolve().parent / "fixtures" / "runs" / "compare-tiny-quick-dcf2017d"
+
+
+def test_reference_spec_parsing():
+    from electra_bench.reporting.references import parse, parse_all
+
+    r = parse("ELECTRA-Small=hf:google/electra-small-discriminator@1.4e18")
+    assert (r.label, r.source, r.train_flops) == ("ELECTRA-Small", "hf:google/electra-small-discriminator", 1.4e18)
+    assert parse("mine = results/x/checkpoints/frac-1.0000").train_flops is None
+    for bad in ("no-equals-sign", "x=y@-3", "=src@1e3"):
+        with pytest.raises(BenchError, match="--reference"):
+            parse(bad)
+    with pytest.raises(BenchError, match="labels must differ"):
+        parse_all(["a=x@1", "a=y@2"])
+
+
+def test_report_reference_is_scored_stored_shown_and_resumed(tmp_path, tokenizer):
+    """`report RUN --reference`: the external model is scored with the run's suite, protocol, probe sizes
+    and seeds, stored in references.jsonl, shown in the table and on the plot at its stated FLOPs, never in
+    the curves or the verdict; a second call scores nothing."""
+    import shutil
+
+    from electra_bench.experiments.references import add_to_run
+    from electra_bench.reporting import plots
+    from electra_bench.reporting.results import load_run
+    from electra_bench.reporting.summary import build_summary
+
+    ckpt, _ = make_checkpoint(tmp_path / "ref", "rtd", small_preset(tokenizer, 32), tokenizer)
+    export(ckpt, tmp_path / "hf")
+    run_dir = tmp_path / "run"
+    shutil.copytree(FIXTURE_RUN, run_dir)
+    from electra_bench.data.task_sources import load_tasks
+
+    before = build_summary(load_run(run_dir), {t.spec.name: t.spec for t in load_tasks(None, None)}, "measured")
+    n = add_to_run(run_dir, [f"tiny-ref={tmp_path / 'hf'}@3e12"], device="cpu")
+    config = json.loads((run_dir / "config.json").read_text())
+    rows = [json.loads(line) for line in (run_dir / "references.jsonl").read_text().splitlines()]
+    assert n == len(rows) > 0
+    assert {r["task"] for r in rows} == {t for t in before["protocols"]["probe"]["tasks"]}
+    assert {r["seed"] for r in rows} == set(range(config["seeds"])) and {r["protocol"] for r in rows} == {"probe"}
+    summary = json.loads((run_dir / "summary.json").read_text())
+    block = summary["protocols"]["probe"]
+    (ref,) = block["references"]
+    assert ref["label"] == "tiny-ref" and ref["train_flops"] == 3e12 and ref["score"]["value"] is not None
+    for key in ("points", "verdict", "headline"):  # the reference is beside the curves, not in them
+        assert block[key] == before["protocols"]["probe"][key]
+    assert "tiny-ref (reference)" in (run_dir / "report.md").read_text()
+    fig = plots.figure_scores(summary)
+    texts = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert any(t.startswith("tiny-ref (reference, 3e+12 FLOPs as stated)") for t in texts)
+    assert not plots.text_overlaps(fig)
+    assert add_to_run(run_dir, [f"tiny-ref={tmp_path / 'hf'}@3e12"], device="cpu") == 0  # resumed: nothing new
+    with pytest.raises(BenchError, match="another label"):
+        add_to_run(run_dir, [f"tiny-ref={tmp_path / 'hf'}@9e12"], device="cpu")

@@ -184,7 +184,7 @@ def prepare(spec: CompareSpec, quiet: bool = True):
 
 
 @contextmanager
-def _threads(threads: int):
+def job_threads(threads: int):
     """torch and the BLAS/OpenMP pools scikit-learn's probe uses, for one job: without the second, two
     probe workers each start one BLAS thread per core and the 2 cores run 4+ busy threads (measured: a
     third slower). Restored afterwards, so a job run inline (jobs == 1) leaves its caller as it was."""
@@ -199,7 +199,7 @@ def _threads(threads: int):
 
 def pretrain_job(spec: CompareSpec, objective: str, seed: int, out_dir: str, quiet: bool) -> tuple[str, int, float]:
     """One pre-training run (in a worker process, or inline when jobs == 1)."""
-    with _threads(spec.threads):
+    with job_threads(spec.threads):
         data, p, _, plans = prepare(spec)
         t = time.perf_counter()
         runner.run(p, plans[objective], data, out_dir, TrainOptions(seed=seed, device=spec.device, quiet=quiet))
@@ -209,7 +209,7 @@ def pretrain_job(spec: CompareSpec, objective: str, seed: int, out_dir: str, qui
 def _score_job(spec: CompareSpec, objective: str, pretrain_seed: int, points: list[tuple], todo: dict) -> list[dict]:
     """Score a run's checkpoints (or, for "init", the untrained encoder of this pre-training seed) on
     the tasks still missing; returns score rows."""
-    with _threads(spec.threads):
+    with job_threads(spec.threads):
         return _score_points(spec, objective, pretrain_seed, points, todo)
 
 
@@ -435,22 +435,31 @@ def record_invocation(exp: Experiment) -> dict:
     return work_done(atomic_io.read_jsonl(run.layout.history))
 
 
-def run_compare(spec: CompareSpec, root: str | Path, run_id: str | None, quiet: bool = False, width: int = 160):
-    """Run (or resume) a compare; return its summary and the report laid out for `width` columns."""
+def run_compare(spec: CompareSpec, root: str | Path, run_id: str | None, quiet: bool = False, width: int = 160,
+                score_more=None):
+    """Run (or resume) a compare; return its summary and the report laid out for `width` columns.
+    `score_more(exp)`: more scoring after the checkpoints' (the reference points)."""
     with experiment(spec, root, run_id or spec.run_id(), quiet) as exp:
         pretrain_phase(exp, quiet)
         score_phase(exp, quiet)
+        if score_more is not None:
+            score_more(exp)
         work = record_invocation(exp)
-        run = exp.run
-        specs = {t.spec.name: t.spec for t in exp.tasks}
-        summary = build_summary(run, specs, spec.convention)
-        summary.update(work)
-        run.write_summary(summary)
-        plots.plot_run(run, run.layout.plots)
-        rendered = report.render([run], "table", width=width)
-        atomic_io.write_text(run.layout.report_txt, report.render([run], "table", width=120) + "\n")
-        atomic_io.write_text(run.layout.report_md, report.render([run], "md") + "\n")
+        summary = write_outputs(exp.run, {t.spec.name: t.spec for t in exp.tasks}, spec.convention, work)
+        rendered = report.render([exp.run], "table", width=width)
     return summary, rendered
+
+
+def write_outputs(run: RunDir, task_specs: dict, convention: str, work: dict) -> dict:
+    """summary.json (with the run's work summed over invocations), plots/ and report.txt/.md, from what is
+    stored: after a compare, and after scores are added to a finished run (report --reference)."""
+    summary = build_summary(run, task_specs, convention)
+    summary.update(work)
+    run.write_summary(summary)
+    plots.plot_run(run, run.layout.plots)
+    atomic_io.write_text(run.layout.report_txt, report.render([run], "table", width=120) + "\n")
+    atomic_io.write_text(run.layout.report_md, report.render([run], "md") + "\n")
+    return summary
 
 
 def work_done(history: list[dict]) -> dict:

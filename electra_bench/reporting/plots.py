@@ -291,6 +291,27 @@ def _zoom_note(ax) -> str:
     return f"y axis zoomed: {lo:.1f} to {hi:.1f} of the 0-100 scale" if (hi - lo) < 50 else "0-100 scale"
 
 
+REFERENCE_MARKERS = ("*", "P", "X", "h", "v", "^")
+
+
+def _draw_references(ax, block: Mapping[str, Any], handles: list, labels: list) -> None:
+    """External checkpoints (reporting/references.py) as black markers at their stated FLOPs, with their
+    band; a reference without stated FLOPs is in the table only. The x axis grows to include them."""
+    refs = [p for p in block.get("references", []) if p.get("train_flops") and p["score"]["value"] is not None]
+    for i, p in enumerate(refs):
+        s = p["score"]
+        err = None
+        if s.get("min") is not None and s.get("max") is not None:
+            err = [[s["value"] - s["min"]], [s["max"] - s["value"]]]
+        h = ax.errorbar([p["train_flops"]], [s["value"]], yerr=err, fmt=REFERENCE_MARKERS[i % len(REFERENCE_MARKERS)],
+                        color="black", markersize=9, capsize=3, zorder=4)
+        handles.append(h)
+        labels.append(f"{p['label']} (reference, {p['train_flops']:.2g} FLOPs as stated): {s['value']:.1f}")
+    if refs:
+        xs = [x for line in ax.get_lines() for x in line.get_xdata() if x > 0]
+        log_flops_axis(ax, xs + [p["train_flops"] for p in refs])
+
+
 def figure_scores(summary: Mapping[str, Any], *, protocol: str | None = None, paper_overlay: bool = False):
     """The score_vs_flops figure (see the module docstring)."""
     protocol = protocol or summary["main_protocol"]
@@ -309,6 +330,7 @@ def figure_scores(summary: Mapping[str, Any], *, protocol: str | None = None, pa
             handles.append(line)
             labels.append(f"{paper_points.OVERLAY_LABEL}: {'ELECTRA' if obj == 'rtd' else 'BERT'}-Small")
         log_flops_axis(ax)  # the overlay spans decades: checkpoint ticks would crowd
+    _draw_references(ax, block, handles, labels)
     title = [f"{suite} score vs pre-training compute ({protocol} protocol)"]
     head = block.get("headline", {})
     title += [h["text"] for h in (head.get("rtd_reaches_mlm"), head.get("mlm_reaches_rtd")) if h and h.get("text")]

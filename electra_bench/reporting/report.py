@@ -52,6 +52,8 @@ def _params(n: int | None) -> str:
 def _trained(point: Mapping[str, Any]) -> str:
     if point["objective"] == "init":
         return "0%"
+    if point["objective"] == "reference":
+        return "stated"
     p = 100 * point["fraction"]
     return f"{p:.3g}%"
 
@@ -114,6 +116,14 @@ def _records(summaries: list[dict], protocol: str | None) -> tuple[list[dict], l
                 "tasks": {t: v.get("median") for t, v in p["tasks"].items()},
                 "point": p,
             })
+        for p in block.get("references", []):  # external checkpoints, at the FLOPs the user stated
+            records.append({
+                "run_id": s["run_id"], "protocol": proto, "suite": s["suite"]["name"],
+                "aggregate": s["suite"]["aggregate"], "flop_convention": "stated", "objective": "reference",
+                "model": f"{p['label']} (reference)", "params": p.get("params"), "fraction": None, "step": None,
+                "train_flops": p["train_flops"], "score": p["score"],
+                "tasks": {t: v.get("median") for t, v in p["tasks"].items()}, "point": p,
+            })
     if not records:
         raise BenchError(f"no scores for protocol '{protocol}' in these runs")
     return records, tasks
@@ -169,6 +179,11 @@ def _notes(summaries: list[dict], protocol: str | None, with_run: bool) -> list[
         f"evaluation seeds); train FLOPs in the "
         f"{s0['flop_convention']} convention."
     )
+    refs = [p for s in summaries for p in s["protocols"].get(protocol or s["main_protocol"], {}).get("references", [])]
+    if refs:
+        lines.append("References: external checkpoints scored here with the same suite, protocol and evaluation "
+                     "seeds, at the training FLOPs their labels state (the user's figure, in the user's "
+                     "convention; not counted here): " + "; ".join(f"{p['label']} = {p['source']}" for p in refs) + ".")
     return lines
 
 

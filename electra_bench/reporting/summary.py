@@ -49,7 +49,7 @@ import pandas as pd
 from .. import atomic_io
 from ..errors import BenchError, at
 from ..evaluation import glue_score
-from . import learning
+from . import learning, references
 from ..choices import FLOP_CONVENTIONS, PROTOCOLS
 from .results import RunDir
 
@@ -190,6 +190,20 @@ def _point(objective: str, fraction: float, rows: pd.DataFrame, scorer: _Scorer)
         "tasks": tasks,
         "score": score,
     }
+
+
+def reference_points(rows: pd.DataFrame, scorer: _Scorer) -> list[dict]:
+    """One point per reference label (reporting/references.py), scored as a checkpoint is, with its
+    stated FLOPs and no pre-training band (it was trained elsewhere, once)."""
+    out = []
+    for label, lrows in references.as_score_rows(rows).groupby("label", sort=False):
+        p = _point("reference", 0.0, lrows, scorer)
+        flops, params = lrows["train_flops"].iloc[0], lrows["params"].iloc[0]
+        p.update({"label": str(label), "source": str(lrows["source"].iloc[0]),
+                  "train_flops": None if pd.isna(flops) else float(flops), "flops_stated": True,
+                  "params": None if pd.isna(params) else int(params)})
+        out.append(p)
+    return out
 
 
 def curve(points: list[dict], objective: str) -> list[dict]:
@@ -630,6 +644,7 @@ def build_summary(run: RunDir, task_specs: Mapping[str, Any] | None = None, conv
         if o not in learning_block and isinstance((stored.get("learning") or {}).get(o), Mapping):
             learning_block[o] = stored["learning"][o]
     protocols: dict[str, dict] = {}
+    ref_rows = references.stored(run)
     present = [p for p in PROTOCOLS if p in set(df["protocol"])]
     for protocol in present:
         prows = df[df["protocol"] == protocol]
@@ -655,6 +670,9 @@ def build_summary(run: RunDir, task_specs: Mapping[str, Any] | None = None, conv
             "headline": headline,
             "verdict": noise_verdict(points, learning_block),
         }
+        refs = reference_points(ref_rows[ref_rows["protocol"] == protocol], scorer)
+        if refs:  # left out when there are none: summaries made before references existed stay as they were
+            protocols[protocol]["references"] = refs
     main = "finetune" if "finetune" in protocols else present[0]
     return {
         "schema_version": SCHEMA_VERSION,
