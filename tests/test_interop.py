@@ -323,7 +323,21 @@ def _cli(*args, env=None, cwd=None):
                           env=env, cwd=cwd, timeout=600)
 
 
-def test_cli_export_then_finetune_hf_name_from_the_local_cache(tmp_path, tokenizer, monkeypatch):
+def fake_hub_cache(cache: Path, models: dict[str, Path]) -> Path:
+    """A Hugging Face hub cache laid out as huggingface_hub writes it (models--org--name/refs/main and
+    snapshots/<rev>/), holding the given folders: what `hf:NAME` finds without a download."""
+    import os
+
+    for name, folder in models.items():
+        repo = cache / ("models--" + name.replace("/", "--"))
+        (repo / "snapshots").mkdir(parents=True)
+        (repo / "refs").mkdir()
+        (repo / "refs" / "main").write_text("0" * 40)
+        os.symlink(folder, repo / "snapshots" / ("0" * 40))
+    return cache
+
+
+def test_cli_export_then_finetune_hf_name_from_the_local_cache(tmp_path, tokenizer):
     """`export` writes a folder; `finetune hf:NAME` finds it in a Hugging Face cache (never downloading)
     and scores it on the embedded suite, the same as the checkpoint it came from."""
     import os
@@ -334,13 +348,7 @@ def test_cli_export_then_finetune_hf_name_from_the_local_cache(tmp_path, tokeniz
     assert "ElectraForPreTraining" in r.stdout and "generator" in r.stdout
     again = _cli("export", str(ckpt), "--out", str(tmp_path / "hf"))
     assert again.returncode == 2 and again.stderr.count("\n") == 1 and "--overwrite" in again.stderr
-    # a hub cache laid out as huggingface_hub writes it: models--org--name/{refs/main, snapshots/<rev>/}
-    cache = tmp_path / "hub"
-    snap = cache / "models--test--tiny-electra" / "snapshots" / ("0" * 40)
-    snap.parent.mkdir(parents=True)
-    (cache / "models--test--tiny-electra" / "refs").mkdir()
-    (cache / "models--test--tiny-electra" / "refs" / "main").write_text("0" * 40)
-    os.symlink(tmp_path / "hf", snap)
+    cache = fake_hub_cache(tmp_path / "hub", {"test/tiny-electra": tmp_path / "hf"})
     env = {**os.environ, "HF_HUB_CACHE": str(cache), "HF_HUB_OFFLINE": "1"}
     args = ["--protocol", "probe", "--seeds", "1", "--json"]
     via_hub = _cli("finetune", "hf:test/tiny-electra", *args, env=env)
@@ -497,3 +505,28 @@ def test_report_reference_is_scored_stored_shown_and_resumed(tmp_path, tokenizer
     assert add_to_run(run_dir, [f"tiny-ref={tmp_path / 'hf'}@3e12"], device="cpu") == 0  # resumed: nothing new
     with pytest.raises(BenchError, match="another label"):
         add_to_run(run_dir, [f"tiny-ref={tmp_path / 'hf'}@9e12"], device="cpu")
+
+
+def test_calibration_scores_what_is_cached_and_skips_the_rest(tmp_path, tokenizer):
+    """scripts/calibrate.py: a model in the local HF cache is fine-tuned on GLUE dev by the tool and put
+    beside the paper's number; one that is not cached is skipped, never downloaded."""
+    import os
+
+    from test_data_glue import write_official
+
+    ckpt, _ = make_checkpoint(tmp_path / "run", "rtd", small_preset(tokenizer, 32), tokenizer)
+    export(ckpt, tmp_path / "hf")
+    cache = fake_hub_cache(tmp_path / "hub", {"google/electra-small-discriminator": tmp_path / "hf"})
+    glue = tmp_path / "glue"
+    write_official(glue)
+    script = Path(__file__).resolve().parent.parent / "scripts" / "calibrate.py"
+    r = subprocess.run([sys.executable, str(script), "--data", str(glue), "--tasks", "cola,sst2", "--seeds", "1",
+                        "--device", "cpu", "--out", str(tmp_path / "cal")], capture_output=True, text=True,
+                       env={**os.environ, "HF_HUB_CACHE": str(cache), "HF_HUB_OFFLINE": "1"}, timeout=600)
+    assert r.returncode == 0, r.stderr
+    result = json.loads((tmp_path / "cal" / "calibration.json").read_text())
+    electra, bert = result["models"]
+    assert electra["status"] == "ok" and set(electra["per_task"]) == {"cola", "sst2"}
+    assert electra["glue"] is None and "rte" in electra["missing_tasks"] and electra["paper_glue"] == 79.9
+    assert bert["status"].startswith("skipped") and "not in the local Hugging Face cache" in bert["status"]
+    assert "| ELECTRA-Small | ok, 1 seeds |" in r.stdout
