@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU check (docs/performance.md, "GPU check"): bench_train small/base in bf16 eager and compiled, bf16-vs-fp32
-# loss parity of 200-step pretrain runs, and a 2-process torchrun when 2 GPUs exist; under 8 minutes on one
+# loss parity of 80-step pretrain runs, and a 2-process torchrun when 2 GPUs exist; under 10 minutes on one
 # modern NVIDIA GPU. Installs nothing: run it where the project is installed (make install).
 #   bash scripts/gpu_check.sh                         # -> results/gpu_check/gpu_check.{json,md}
 #   bash scripts/gpu_check.sh --dry-run --out /tmp/x  # the same commands on CPU at tiny shapes (CI runs this)

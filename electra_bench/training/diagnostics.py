@@ -50,7 +50,7 @@ def auc(scores: torch.Tensor, labels: torch.Tensor) -> float:
     order = torch.argsort(s)
     sorted_s = s[order]
     ranks = torch.empty_like(s)
-    ranks[order] = torch.arange(1, len(s) + 1, dtype=torch.float64)
+    ranks[order] = torch.arange(1, len(s) + 1, dtype=torch.float64, device=s.device)
     # average ranks over ties
     _, inverse, counts = torch.unique_consecutive(sorted_s, return_inverse=True, return_counts=True)
     ends = torch.cumsum(counts, 0).double()
