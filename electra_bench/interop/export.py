@@ -54,7 +54,7 @@ def _pretrain_root(ckpt: Path) -> Path:
     return ckpt.resolve().parent.parent  # checkpoints/frac-F -> the pre-training directory (layout.py)
 
 
-def _run_preset(ckpt: Path) -> Preset:
+def run_preset(ckpt: Path) -> Preset:
     run_file = _pretrain_root(ckpt) / "run.json"
     try:
         return Preset.from_dict(json.loads(run_file.read_text())["preset"])
@@ -127,7 +127,7 @@ def export(ckpt_dir: str | Path, out_dir: str | Path, *, overwrite: bool = False
     if out.exists() and (not out.is_dir() or any(out.iterdir())) and not overwrite:
         raise BenchError(f"{out}: exists and is not empty; choose another --out or pass --overwrite")
     tokenizer = Tokenizer.load(checkpoint_tokenizer(ckpt, meta))
-    preset = _run_preset(ckpt)
+    preset = run_preset(ckpt)
     kept, _ = checkpoint.load_encoder(ckpt)
     kept.eval()
     module = load_objective(ckpt, preset, tokenizer)
