@@ -52,6 +52,7 @@ from ..evaluation import glue_score
 from . import learning
 from ..choices import FLOP_CONVENTIONS, PROTOCOLS
 from .results import RunDir
+from .text_formats import fmt_flops
 
 SCHEMA_VERSION = 2
 TRAINED = ("mlm", "rtd")
@@ -59,16 +60,6 @@ LABELS = {"mlm": "MLM", "rtd": "RTD", "init": "untrained"}
 
 VERDICT_TOO_SMALL = "budget too small to separate the objectives"
 VERDICT_NO_SEEDS = "not enough evaluation seeds to judge noise (need >= 2 per point)"
-
-
-def fmt_flops(x: float | None) -> str:
-    """1.2e14 style (the paper's Table 1)."""
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "-"
-    if x == 0:
-        return "0"
-    mantissa, exp = f"{x:.1e}".split("e")
-    return f"{mantissa}e{int(exp)}"
 
 
 def fmt_percent(p: float) -> str:
