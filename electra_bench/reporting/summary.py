@@ -49,7 +49,7 @@ import pandas as pd
 from .. import atomic_io
 from ..errors import BenchError, at
 from ..evaluation import glue_score
-from . import learning
+from . import crossover, learning
 from ..choices import FLOP_CONVENTIONS, PROTOCOLS
 from .results import RunDir
 from .text_formats import fmt_flops
@@ -370,6 +370,8 @@ def invariant_violations(summary: Mapping[str, Any]) -> list[str]:
         if main in protocols:
             need(summary.get("headline") == protocols[main]["headline"], "top-level headline is not the main protocol's")
             need(summary.get("verdict") == protocols[main]["verdict"], "top-level verdict is not the main protocol's")
+            need(summary.get("crossover") == protocols[main].get("crossover"),
+                 "top-level crossover is not the main protocol's")
         learning_block = summary.get("learning") or {}
         for o in TRAINED:
             if o in learning_block:
@@ -424,6 +426,7 @@ def _block_violations(block: Mapping[str, Any], learning_block: Mapping[str, Any
         if h is not None:
             bad += [f"headline.{key}: {v}" for v in _headline_violations(h, points)]
     bad += [f"verdict: {v}" for v in _verdict_violations(block["verdict"], points, learning_block)]
+    bad += crossover.violations(block)
     return bad
 
 
@@ -645,6 +648,7 @@ def build_summary(run: RunDir, task_specs: Mapping[str, Any] | None = None, conv
             "final": {o: (fp["fraction"] if (fp := final_point(points, o)) else None) for o in TRAINED},
             "headline": headline,
             "verdict": noise_verdict(points, learning_block),
+            "crossover": crossover.crossovers(points, convention),
         }
     main = "finetune" if "finetune" in protocols else present[0]
     return {
@@ -667,6 +671,7 @@ def build_summary(run: RunDir, task_specs: Mapping[str, Any] | None = None, conv
         "protocols": protocols,
         "headline": protocols[main]["headline"],
         "verdict": protocols[main]["verdict"],
+        "crossover": protocols[main]["crossover"],
     }
 
 
@@ -674,6 +679,7 @@ def headline_lines(summary: Mapping[str, Any], protocol: str | None = None) -> l
     """The headline sentences and the noise verdict, for reports."""
     block = summary["protocols"][protocol or summary["main_protocol"]]
     lines = [h["text"] for h in (block["headline"].get("rtd_reaches_mlm"), block["headline"].get("mlm_reaches_rtd")) if h]
+    lines += crossover.lines(block)
     verdict = block["verdict"]
     for o, b in verdict.get("beats_untrained", {}).items():
         if b.get("beats") is False:
