@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from electra_bench.reporting import crossover, report, results, summary
+from electra_bench.reporting import crossover, plots, report, results, summary
 
 FIXTURE_RUN = Path(__file__).parent / "fixtures" / "runs" / "compare-tiny-quick-dcf2017d"
 F1, F2, F4 = 1e13, 2e13, 4e13  # checkpoints at 1/4, 1/2 and all of a 4e13 budget
@@ -208,6 +208,29 @@ def test_no_band_and_no_scores(tmp_path):
     assert c["status"] == "incomplete" and c["difference_curve"] == [] and c["max_flops"] is None
     assert not any(line.startswith("Crossover: RTD") for line in summary.headline_lines(only_mlm))
     assert summary.invariant_violations(only_mlm) == []
+
+
+def test_the_crossover_is_on_the_score_plot_without_overlaps(tmp_path):
+    rtd = [(0.25, F1, (50, 52)), (0.5, F2, (62, 64)), (1.0, F4, (68, 70))]
+    mlm = MLM[:2] + [(1.0, F4, (65, 65))]
+    s = build(tmp_path, {"mlm": mlm, "rtd": rtd})
+    fig = plots.figure_scores(s)
+    assert plots.text_overlaps(fig) == []
+    title = "".join(fig.axes[0].get_title(loc="left").split())  # wrapped: compare without white space
+    for line in crossover.lines(s["protocols"]["probe"]):
+        assert "".join(line.split()) in title
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert any(lab.startswith("crossover: RTD passes MLM") for lab in labels)
+    assert any(lab.startswith("crossover: RTD passes the untrained encoder") for lab in labels)
+    ax = fig.axes[0]
+    xs = sorted(line.get_xdata()[0] for line in ax.get_lines() if line.get_gid() == "crossover")
+    assert xs == pytest.approx(sorted(s["crossover"][k]["flops"] for k in ("rtd_over_mlm", "rtd_over_untrained")))
+    # each range over seeds is a span under its line
+    spans = sorted((p.get_x(), p.get_x() + p.get_width()) for p in ax.patches if p.get_gid() == "crossover_range")
+    ranges = sorted((s["crossover"][k]["flops_low"], s["crossover"][k]["flops_high"])
+                    for k in ("rtd_over_mlm", "rtd_over_untrained"))
+    assert len(spans) == 2 and [pytest.approx(r) for r in ranges] == spans
+
 
 
 def test_fixture_run_report_carries_the_crossover():

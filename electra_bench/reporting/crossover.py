@@ -59,7 +59,8 @@ BAND_RULE = ("ahead where score - reference score > the larger of their two band
 
 @dataclass
 class _Knot:
-    """One scored point of a curve: where it sits on the grid and what it scored."""
+    """One scored point of a curve (the untrained encoder or a checkpoint): its FLOPs, budget fraction,
+    score, band and per-seed scores (the seeds the band is over)."""
     flops: float
     fraction: float
     value: float
@@ -96,23 +97,19 @@ def _same_checkpoint(a: _Knot, b: _Knot) -> bool:
 
 def _positions(a: list[_Knot], b: list[_Knot]) -> tuple[list[float], list[float]]:
     """Each knot's place on the common grid: its own FLOPs, or the geometric mean with the other curve's
-    knot at the same budget fraction when they are neighbours and within SAME_CHECKPOINT_RATIO."""
-    pos_a = [k.flops for k in a]
-    pos_b = [k.flops for k in b]
-    entries = sorted([(k.flops, 0, i) for i, k in enumerate(a)] + [(k.flops, 1, i) for i, k in enumerate(b)])
+    knot at the same budget fraction when the two are neighbours and within SAME_CHECKPOINT_RATIO."""
+    curves = (a, b)
+    pos = ([k.flops for k in a], [k.flops for k in b])
+    entries = sorted((k.flops, side, i) for side, knots in enumerate(curves) for i, k in enumerate(knots))
     i = 0
-    while i < len(entries):
-        if i + 1 < len(entries) and entries[i][1] != entries[i + 1][1]:
-            (_, sa, ia), (_, sb, ib) = entries[i], entries[i + 1]
-            ka, kb = (a[ia], b[ib]) if sa == 0 else (a[ib], b[ia])
-            ja, jb = (ia, ib) if sa == 0 else (ib, ia)
-            if _same_checkpoint(ka, kb):
-                merged = math.sqrt(ka.flops * kb.flops)
-                pos_a[ja] = pos_b[jb] = merged
-                i += 2
-                continue
-        i += 1
-    return pos_a, pos_b
+    while i + 1 < len(entries):
+        (f1, s1, i1), (f2, s2, i2) = entries[i], entries[i + 1]
+        if s1 != s2 and _same_checkpoint(curves[s1][i1], curves[s2][i2]):
+            pos[s1][i1] = pos[s2][i2] = math.sqrt(f1 * f2)
+            i += 2
+        else:
+            i += 1
+    return pos
 
 
 def _weight(x: float, lo: float, hi: float) -> float:

@@ -30,6 +30,9 @@ Noise rule (documented in docs/results.md). A point's band is its range (above; 
 their bands. An objective beats the untrained encoder when its final point exceeds init by more than
 that.
 
+Crossover. Where RTD's curve passes MLM's (and the untrained encoder's) beyond the band and stays ahead,
+with its range over seeds: reporting/crossover.py, one block per protocol.
+
 Learning. Before ranking, the verdict reads each pre-training run's learning diagnostics
 (reporting/learning.py): if any run of an objective did not learn, the verdict says so and does not
 rank. If neither objective beats the untrained encoder: "budget too small to separate the objectives".
