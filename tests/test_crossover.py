@@ -8,6 +8,7 @@ small integers, so every difference and margin below is exact."""
 
 import json
 import math
+import shutil
 from pathlib import Path
 
 import pytest
@@ -253,3 +254,17 @@ def test_fixture_run_report_carries_the_crossover():
         assert f"- {line}\n" in md
         assert line in table
     assert json.loads(json.dumps(s))["crossover"] == s["crossover"]
+
+
+def test_a_stored_summary_without_the_crossover_is_rebuilt(tmp_path):
+    """summary.json files written before the crossover existed (results/long-cpu) are rebuilt from
+    scores.jsonl when read, so their reports carry the crossover lines too."""
+    run_dir = tmp_path / FIXTURE_RUN.name
+    shutil.copytree(FIXTURE_RUN, run_dir)
+    old = json.loads(json.dumps(summary.build_summary(results.load_run(run_dir))))
+    del old["crossover"]
+    for block in old["protocols"].values():
+        del block["crossover"]
+    (run_dir / "summary.json").write_text(json.dumps(old))
+    assert summary.load_or_build(results.load_run(run_dir))["crossover"]["rtd_over_mlm"]["status"] == "never"
+    assert "Crossover: RTD does not pass MLM" in report.render([results.load_run(run_dir)], "md")
