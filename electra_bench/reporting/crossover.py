@@ -384,16 +384,20 @@ def violations(block: Mapping[str, Any]) -> list[str]:
              f"{where}: bound {c['bound']!r} with flops {c['flops']!r}")
         curve = c["difference_curve"]
         flops = [p["flops"] for p in curve]
-        need(flops == sorted(flops) and len(set(flops)) == len(flops), f"{where}: difference_curve FLOPs do not increase")
+        need(flops == sorted(flops) and len(set(flops)) == len(flops),
+             f"{where}: difference_curve FLOPs do not increase")
         need(c["max_flops"] == (flops[-1] if flops else None), f"{where}: max_flops is not the last grid point")
         for p in curve:
-            need(_close(p["difference"], p["score"] - p["reference_score"]), f"{where}: difference != score - reference")
+            need(_close(p["difference"], p["score"] - p["reference_score"]),
+                 f"{where}: difference != score - reference")
             need((p["margin"] is None) == (p["threshold"] is None)
                  and (p["margin"] is None or _close(p["margin"], p["difference"] - p["threshold"])),
                  f"{where}: margin != difference - threshold")
         if status == "crossed":
-            need(curve[-1]["margin"] is not None and curve[-1]["margin"] > 0, f"{where}: crossed but not ahead at the end")
-            need(0 <= c["first_flops"] <= c["flops"] <= c["max_flops"] * (1 + 1e-12), f"{where}: crossover outside the run")
+            need(curve[-1]["margin"] is not None and curve[-1]["margin"] > 0,
+                 f"{where}: crossed but not ahead at the end")
+            need(0 <= c["first_flops"] <= c["flops"] <= c["max_flops"] * (1 + 1e-12),
+                 f"{where}: crossover outside the run")
             if c["flops_low"] is not None:
                 high = c["flops_high"] if c["flops_high"] is not None else math.inf
                 need(c["flops_low"] <= c["flops"] <= high, f"{where}: flops outside [flops_low, flops_high]")
@@ -403,7 +407,8 @@ def violations(block: Mapping[str, Any]) -> list[str]:
                 m = curve[-1]["margin"]
                 need(m is None or m <= 0, f"{where}: ahead at the end but status {status!r}")
         if status in ("touched", "never"):
-            need(all(p["margin"] is None or p["margin"] <= 0 for p in curve), f"{where}: ahead somewhere but {status!r}")
+            need(all(p["margin"] is None or p["margin"] <= 0 for p in curve),
+                 f"{where}: ahead somewhere but {status!r}")
         need(c["text"].startswith("Crossover: "), f"{where}: text")
         if status in ("touched", "never", "crossed_back"):
             need("not reached within the run" in c["text"], f"{where}: text does not say 'not reached within the run'")
