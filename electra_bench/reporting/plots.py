@@ -4,9 +4,10 @@
 - score_vs_flops: the aggregate score against pre-training FLOPs (log x, ticks at the checkpoints), one
   line per objective with its shaded band (range over pre-training seeds, else evaluation seeds), the
   untrained encoder as a dashed horizontal line with its grey band (it sits at 0 FLOPs, which a log axis
-  cannot show); the title carries both headline sentences and the verdict; the left axis says which
-  part of the 0-100 scale it shows, the right axis the difference from the untrained encoder;
-  optionally the paper's published points.
+  cannot show); each crossover that holds (reporting/crossover.py) as a vertical line over its range
+  over seeds, labelled in the legend; the title carries both headline sentences, the crossover lines
+  and the verdict; the left axis says which part of the 0-100 scale it shows, the right axis the
+  difference from the untrained encoder; optionally the paper's published points.
 - tasks: one panel per task, its primary metric against FLOPs, same encoding; the legend takes the
   grid's empty slot (else it sits under the grid).
 - learning: the pre-training runs' learning diagnostics against FLOPs (gain over unigram, discriminator
@@ -36,9 +37,10 @@ from matplotlib.text import Text
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter, NullLocator
 
 from ..atomic_io import atomic_path
-from . import learning, paper_points
+from . import crossover, learning, paper_points
 from . import summary as summary_mod
 from .results import RunDir
+from .text_formats import fmt_flops
 
 COLORS = {"mlm": "#1f77b4", "rtd": "#d62728", "init": "#555555", "paper": "#2ca02c", "other": "#7f7f7f"}
 FORMATS = ("png", "svg")
@@ -286,6 +288,36 @@ def _seeds_phrase(block: Mapping[str, Any]) -> tuple[str, str]:
     return f"median of {n} evaluation seeds", f"range over the {n} evaluation seeds"
 
 
+# how each reported crossover is marked: (colour, line style)
+CROSSOVER_STYLES = {"rtd_over_mlm": (COLORS["rtd"], "-."), "rtd_over_untrained": (COLORS["init"], ":")}
+
+
+def _draw_crossovers(ax, block: Mapping[str, Any]) -> tuple[list, list[str]]:
+    """A vertical line at each reported crossover that holds, over a light span for its range over
+    seeds (to the end of the run when some seed does not stay ahead); returns legend handles and labels.
+    The labels go in the legend under the axes, where they cannot cover data or each other."""
+    handles, labels = [], []
+    for key in crossover.REPORTED:
+        c = (block.get("crossover") or {}).get(key)
+        if not c or c["flops"] is None:
+            continue
+        color, style = CROSSOVER_STYLES[key]
+        line = ax.axvline(c["flops"], color=color, linestyle=style, linewidth=1.4, zorder=2.5, gid="crossover")
+        label = (f"crossover: {crossover.NAMES[c['objective']]} passes {crossover.NAMES[c['reference']]} beyond "
+                 f"the band\n{'by' if c['bound'] == 'at_most' else 'at'} {fmt_flops(c['flops'])} FLOPs")
+        handle = line
+        if c["flops_low"] is not None and c["flops_low"] != c["flops_high"]:
+            high = c["flops_high"] if c["flops_high"] is not None else c["max_flops"]
+            span = ax.axvspan(c["flops_low"], high, color=color, alpha=0.08, linewidth=0, gid="crossover_range")
+            handle = (span, line)
+            label += (f" (shaded: {fmt_flops(c['flops_low'])} to {fmt_flops(c['flops_high'])}, "
+                      if c["flops_high"] is not None else f" (shaded: from {fmt_flops(c['flops_low'])}, ")
+            label += f"over {crossover.SEED_WORDS.get(c['seeds'], 'seed')}s)"
+        handles.append(handle)
+        labels.append(label)
+    return handles, labels
+
+
 def _zoom_note(ax) -> str:
     lo, hi = ax.get_ylim()
     return f"y axis zoomed: {lo:.1f} to {hi:.1f} of the 0-100 scale" if (hi - lo) < 50 else "0-100 scale"
@@ -322,6 +354,9 @@ def figure_scores(summary: Mapping[str, Any], *, protocol: str | None = None, pa
     ax = axes[0][0]
     _draw_curves(ax, block, summary["models"], lambda p: p["score"]["value"], _score_band)
     handles, labels = _legend_handles(block, summary["models"], lambda p: p["score"]["value"], _score_band)
+    cross_handles, cross_labels = _draw_crossovers(ax, block)
+    handles += cross_handles
+    labels += cross_labels
     if paper_overlay:
         for obj, marker in (("rtd", "s"), ("mlm", "D")):
             pts = paper_points.small_curves()[obj]
@@ -334,6 +369,7 @@ def figure_scores(summary: Mapping[str, Any], *, protocol: str | None = None, pa
     title = [f"{suite} score vs pre-training compute ({protocol} protocol)"]
     head = block.get("headline", {})
     title += [h["text"] for h in (head.get("rtd_reaches_mlm"), head.get("mlm_reaches_rtd")) if h and h.get("text")]
+    title += crossover.lines(block)
     verdict = block.get("verdict", {})
     if verdict.get("verdict"):
         diff = verdict.get("difference")

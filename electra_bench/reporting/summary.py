@@ -30,6 +30,9 @@ Noise rule (documented in docs/results.md). A point's band is its range (above; 
 their bands. An objective beats the untrained encoder when its final point exceeds init by more than
 that.
 
+Crossover. Where RTD's curve passes MLM's (and the untrained encoder's) beyond the band and stays ahead,
+with its range over seeds: reporting/crossover.py, one block per protocol.
+
 Learning. Before ranking, the verdict reads each pre-training run's learning diagnostics
 (reporting/learning.py): if any run of an objective did not learn, the verdict says so and does not
 rank. If neither objective beats the untrained encoder: "budget too small to separate the objectives".
@@ -49,9 +52,10 @@ import pandas as pd
 from .. import atomic_io
 from ..errors import BenchError, at
 from ..evaluation import glue_score
-from . import learning, references
+from . import crossover, learning, references
 from ..choices import FLOP_CONVENTIONS, PROTOCOLS
 from .results import RunDir
+from .text_formats import fmt_flops
 
 SCHEMA_VERSION = 2
 TRAINED = ("mlm", "rtd")
@@ -59,16 +63,6 @@ LABELS = {"mlm": "MLM", "rtd": "RTD", "init": "untrained"}
 
 VERDICT_TOO_SMALL = "budget too small to separate the objectives"
 VERDICT_NO_SEEDS = "not enough evaluation seeds to judge noise (need >= 2 per point)"
-
-
-def fmt_flops(x: float | None) -> str:
-    """1.2e14 style (the paper's Table 1)."""
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "-"
-    if x == 0:
-        return "0"
-    mantissa, exp = f"{x:.1e}".split("e")
-    return f"{mantissa}e{int(exp)}"
 
 
 def fmt_percent(p: float) -> str:
@@ -393,6 +387,8 @@ def invariant_violations(summary: Mapping[str, Any]) -> list[str]:
         if main in protocols:
             need(summary.get("headline") == protocols[main]["headline"], "top-level headline is not the main protocol's")
             need(summary.get("verdict") == protocols[main]["verdict"], "top-level verdict is not the main protocol's")
+            need(summary.get("crossover") == protocols[main].get("crossover"),
+                 "top-level crossover is not the main protocol's")
         learning_block = summary.get("learning") or {}
         for o in TRAINED:
             if o in learning_block:
@@ -447,6 +443,7 @@ def _block_violations(block: Mapping[str, Any], learning_block: Mapping[str, Any
         if h is not None:
             bad += [f"headline.{key}: {v}" for v in _headline_violations(h, points)]
     bad += [f"verdict: {v}" for v in _verdict_violations(block["verdict"], points, learning_block)]
+    bad += crossover.violations(block)
     return bad
 
 
@@ -669,6 +666,7 @@ def build_summary(run: RunDir, task_specs: Mapping[str, Any] | None = None, conv
             "final": {o: (fp["fraction"] if (fp := final_point(points, o)) else None) for o in TRAINED},
             "headline": headline,
             "verdict": noise_verdict(points, learning_block),
+            "crossover": crossover.crossovers(points, convention),
         }
         refs = reference_points(ref_rows[ref_rows["protocol"] == protocol], scorer)
         if refs:  # left out when there are none: summaries made before references existed stay as they were
@@ -694,6 +692,7 @@ def build_summary(run: RunDir, task_specs: Mapping[str, Any] | None = None, conv
         "protocols": protocols,
         "headline": protocols[main]["headline"],
         "verdict": protocols[main]["verdict"],
+        "crossover": protocols[main]["crossover"],
     }
 
 
@@ -701,6 +700,7 @@ def headline_lines(summary: Mapping[str, Any], protocol: str | None = None) -> l
     """The headline sentences and the noise verdict, for reports."""
     block = summary["protocols"][protocol or summary["main_protocol"]]
     lines = [h["text"] for h in (block["headline"].get("rtd_reaches_mlm"), block["headline"].get("mlm_reaches_rtd")) if h]
+    lines += crossover.lines(block)
     verdict = block["verdict"]
     for o, b in verdict.get("beats_untrained", {}).items():
         if b.get("beats") is False:

@@ -1,9 +1,22 @@
-"""The text formats every report renders to (`FORMATS`), and the Markdown and LaTeX (booktabs) table
-writers they share; the terminal table is rich's, the CSV pandas'."""
+"""The text formats every report renders to (`FORMATS`), the Markdown and LaTeX (booktabs) table
+writers they share (the terminal table is rich's, the CSV pandas'), and how a FLOP count is written in
+every sentence and table (`fmt_flops`)."""
 
 from __future__ import annotations
 
+import math
+
 FORMATS = ("table", "md", "csv", "latex")
+
+
+def fmt_flops(x: float | None) -> str:
+    """1.2e14 style (the paper's Table 1)."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    if x == 0:
+        return "0"
+    mantissa, exp = f"{x:.1e}".split("e")
+    return f"{mantissa}e{int(exp)}"
 
 
 def markdown_table(header: list[str], rows: list[list[str]]) -> str:
