@@ -173,7 +173,8 @@ def pretrain(
                                                  n=512 if emulated else 2048)
     order = _Order(len(train), opts.seed)
     clip_params = [p for g in optimizer.param_groups for p in g["params"]]
-    log_steps = _log_steps(plan, opts.log_every) | diag.steps(plan)
+    diag_steps = diag.steps(plan)
+    logged = _LogSchedule(plan, opts.log_every, diag_steps)
     meter = _Throughput(preset.batch_size * preset.seq_len, plan.flops_per_step, peak * d.world)
     saver = _StateSaver(out, opts, plan)
     finite = _FiniteLoss(d.device, plan, out, start_step)
@@ -196,7 +197,7 @@ def pretrain(
             finite.add(result.loss)
             done_steps = step + 1
             meter.tick()
-            if done_steps in log_steps:
+            if logged.is_log_step(done_steps):
                 finite.check(done_steps, lr)
                 metrics = distributed.mean_over_ranks(
                     {"loss": float(result.loss.detach()), **{k: float(v) for k, v in result.metrics.items()}}, d
@@ -205,7 +206,7 @@ def pretrain(
                 row = {"step": done_steps, "flops": plan.flops_at(done_steps),
                        "fraction": done_steps / plan.total_steps, "lr": lr, **metrics,
                        "tokens_per_s": tok_s, "mfu": mfu}
-                if done_steps in diag.steps(plan):
+                if done_steps in diag_steps:
                     with torch.autocast(d.device.type, dtype=torch.bfloat16, enabled=bf16):
                         row.update(diag.row())
                 if done_steps in plan.checkpoints.values() and d.is_main:
@@ -279,8 +280,17 @@ def _resume(out: PretrainLayout, model, optimizer, resume: bool, d, diag: "_Diag
     return start_step
 
 
-def _log_steps(plan: Plan, every: int) -> set[int]:
-    return set(range(every, plan.total_steps + 1, every)) | set(plan.checkpoints.values()) | {plan.total_steps}
+class _LogSchedule:
+    """Which steps get a log row: every `every` steps, the checkpoints, the diagnostics points and the
+    last step. A predicate, not a set of steps: the set grew with the schedule (a 1e21-FLOP budget of
+    tiny is 1.6e11 steps; its set filled 18 GB within a minute before the first step)."""
+
+    def __init__(self, plan: Plan, every: int, diag_steps: frozenset[int]):
+        self.every, self.total = every, plan.total_steps
+        self.special = frozenset(plan.checkpoints.values()) | diag_steps  # O(checkpoints + diagnostics points)
+
+    def is_log_step(self, step: int) -> bool:
+        return step % self.every == 0 or step == self.total or step in self.special
 
 
 class _Throughput:
@@ -385,17 +395,17 @@ class _Diagnostics:
         self.batches = [heldout.batch(np.arange(s, min(s + preset.batch_size, n))) for s in starts] if self.enabled else []
         self.seeds = [step_seed(0, i, 0, stream=1) for i in range(len(self.batches))]
 
-    def steps(self, plan: Plan) -> set[int]:
+    def steps(self, plan: Plan) -> frozenset[int]:
         """The steps after which diagnostics are logged: every `diagnostics_every` of the budget and at
-        every checkpoint."""
+        every checkpoint (at most 1 / diagnostics_every + checkpoints + 1 of them, whatever the length)."""
         if not self.enabled:
-            return set()
+            return frozenset()
         out = set(plan.checkpoints.values()) | {plan.total_steps}
         every = self.opts.diagnostics_every
         if every > 0:
             k = max(1, round(1 / every))
             out |= {max(1, round(plan.total_steps * i / k)) for i in range(1, k + 1)}
-        return out
+        return frozenset(out)
 
     def row(self) -> dict[str, float]:
         values = diagnostics.heldout_diagnostics(self.model, self.batches, self.seeds, self.unigram, self.special,
