@@ -1,21 +1,91 @@
-"""Issue 25, part 2: nothing the trainer keeps grows with the schedule's length (a 1e21-FLOP budget of
-tiny used to build a set of every log step: 18 GB within a minute, and the kernel's OOM killer at 1e30)."""
+"""Issue 25, part 2: an absurd budget is one line and exit 2 before anything exists, and nothing the
+trainer keeps grows with the schedule's length (a 1e21-FLOP budget of tiny used to build a set of every
+log step: 18 GB within a minute, and the kernel's OOM killer at 1e30)."""
 
+import json
+import os
 import resource
 import subprocess
 import sys
 import textwrap
 
 import pytest
+from click.testing import CliRunner
 
-from electra_bench.training.budget import make_plan
+from electra_bench.cli import main
+from electra_bench.errors import BenchError
+from electra_bench.training.budget import MAX_SCHEDULE_SHARE, MAX_SEQUENCES, check_length, make_plan
 from electra_bench.training.trainer import _LogSchedule
 
-MEMORY_CAP = 4 << 30  # address space for a subprocess: a regression fails there, not on the machine
+MEMORY_CAP = 4 << 30  # address space for a CLI subprocess: a regression fails there, not on the machine
 
 
 def _capped():
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
+
+
+def _cli(*args, cwd):
+    """The CLI in `cwd`, its data cache under `cwd` too: so "nothing created" covers the cache."""
+    env = {**os.environ, "ELECTRA_BENCH_CACHE": str(cwd / "cache")}
+    return subprocess.run([sys.executable, "-m", "electra_bench", *map(str, args)], capture_output=True, text=True,
+                          timeout=300, cwd=cwd, env=env, preexec_fn=_capped)
+
+
+def _one_error_line(stderr: str) -> str:
+    lines = [line for line in stderr.strip().splitlines() if line.strip()]
+    assert "Traceback" not in stderr and len(lines) == 1 and lines[0].startswith("error:"), stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("budget", ["1e21", "1e30"])
+def test_an_absurd_pretrain_budget_is_one_line_and_creates_nothing(tmp_path, budget):
+    r = _cli("pretrain", "--preset", "tiny", "--objective", "mlm", "--budget", budget, "--out", tmp_path / "X",
+             cwd=tmp_path)
+    assert r.returncode == 2, r.stderr
+    line = _one_error_line(r.stderr)
+    assert f"beyond the {MAX_SCHEDULE_SHARE:g}x limit" in line and "--allow-long-schedule" in line
+    assert list(tmp_path.iterdir()) == []  # no --out, no results/, no data cache
+
+
+def test_the_opt_in_lifts_the_share_limit_but_not_the_int64_counter(tmp_path):
+    r = _cli("pretrain", "--preset", "tiny", "--objective", "mlm", "--budget", "1e30", "--out", tmp_path / "X",
+             "--allow-long-schedule", cwd=tmp_path)
+    assert r.returncode == 2, r.stderr
+    assert "int64 counter" in _one_error_line(r.stderr)
+    assert list(tmp_path.iterdir()) == []
+    # below the counter's limit the opt-in plans the run (a dry run: nothing is trained)
+    r = CliRunner().invoke(main, ["pretrain", "--preset", "tiny", "--objective", "mlm", "--budget", "1e21",
+                                  "--allow-long-schedule", "--dry-run", "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["plan"]["total_steps"] > 10**11
+
+
+def test_the_dry_run_plans_the_way_the_run_does():
+    r = CliRunner().invoke(main, ["pretrain", "--preset", "tiny", "--objective", "rtd", "--budget", "1e21",
+                                  "--dry-run"])
+    assert r.exit_code == 2 and "--allow-long-schedule" in r.stderr
+
+
+def test_the_limits_sit_exactly_at_their_bounds():
+    check_length("mlm", MAX_SEQUENCES // 32, 32)
+    with pytest.raises(BenchError, match="int64"):
+        check_length("mlm", MAX_SEQUENCES // 32 + 1, 32)
+    with pytest.raises(BenchError, match="int64"):
+        make_plan("mlm", "paper", 2.0**64, 1.0, (1.0,), batch_size=1)
+    r = CliRunner().invoke(main, ["pretrain", "--preset", "tiny", "--objective", "mlm", "--dry-run",
+                                  "--budget", f"{100 * MAX_SCHEDULE_SHARE * 0.999:g}%"])
+    assert r.exit_code == 0, r.output  # just under 1000x is allowed (with the note); just over is not
+    r = CliRunner().invoke(main, ["pretrain", "--preset", "tiny", "--objective", "mlm", "--dry-run",
+                                  "--budget", f"{100 * MAX_SCHEDULE_SHARE * 1.01:g}%"])
+    assert r.exit_code == 2 and "1.01e+03 times the paper's full schedule" in r.stderr
+
+
+@pytest.mark.parametrize("args", [["compare"], ["ablate", "--objectives", "mlm,rtd"], ["sweep"]])
+def test_the_experiments_refuse_an_absurd_budget_before_anything_exists(tmp_path, args):
+    r = CliRunner().invoke(main, [*args, "--budget", "1e21", "--results", str(tmp_path / "results")])
+    assert r.exit_code == 2, r.output
+    assert "--allow-long-schedule" in _one_error_line(r.stderr)
+    assert not (tmp_path / "results").exists()
 
 
 def test_log_steps_are_a_predicate_equal_to_the_old_set():
@@ -56,7 +126,7 @@ _STEPS = textwrap.dedent("""
 
     p = presets.resolve("tiny", presets.Overrides(seq_len=16, batch_size=4, vocab_size=64))
     total = int(sys.argv[1])
-    plan = make_plan("rtd", "measured", total + 0.5, 1.0, p.checkpoint_fractions)
+    plan = make_plan("rtd", "measured", total + 0.5, 1.0, p.checkpoint_fractions, batch_size=p.batch_size)
     opts = TrainOptions(quiet=True, log_every=10, heldout_batches=1, peak_flops=1e12, after_step=(enough,))
     try:
         pretrain(p, plan, Sequences(64), Sequences(8), DEFAULT, tempfile.mkdtemp(), opts)
