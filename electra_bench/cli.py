@@ -20,8 +20,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from .choices import ALL_OBJECTIVES, EMBEDDING_SHARING, FLOP_CONVENTIONS, PRECISIONS, PROTOCOLS
-from .errors import BenchError
+from .errors import BenchError, Terminated
 from .reporting.text_formats import FORMATS
+from .training import termination
 
 # Piped output (CI logs, files) gets a wide fixed width instead of rich's 80-column default.
 out = Console(width=None if sys.stdout.isatty() else 160)
@@ -84,13 +85,18 @@ def _os_error(e: OSError) -> str:
 class _Group(click.Group):
     """Every way a command can fail on its input or environment ends in one `error:` line and a
     non-zero exit: BenchError (exit 2), usage errors (2), OSError such as a full disk or a file where a
-    directory is expected (2), Ctrl-C (130). A traceback means a bug in electra-bench."""
+    directory is expected (2), Ctrl-C (130). SIGTERM stops it with one line too (143; the trainer stops
+    between steps, training/termination.py). A traceback means a bug in electra-bench."""
 
     def main(self, *args, **kwargs):
         kwargs.pop("standalone_mode", None)
         warnings.showwarning = _show_warning
         try:
-            rv = super().main(*args, standalone_mode=False, **kwargs)
+            with termination.raising():
+                rv = super().main(*args, standalone_mode=False, **kwargs)
+        except Terminated as e:
+            err.print(escape(str(e)), highlight=False, soft_wrap=True)
+            sys.exit(e.exit_code)
         except click.exceptions.NoArgsIsHelpError as e:  # bare `electra-bench`: the help, as usual
             click.echo(e.ctx.get_help())
             sys.exit(0)
