@@ -17,11 +17,13 @@ from electra_bench.errors import BenchError
 from electra_bench.training.budget import MAX_SCHEDULE_SHARE, MAX_SEQUENCES, check_length, make_plan
 from electra_bench.training.trainer import _LogSchedule
 
-MEMORY_CAP = 4 << 30  # address space for a CLI subprocess: a regression fails there, not on the machine
+# a subprocess's data (heap and private writable mappings): a regression fails there, not on the machine;
+# RLIMIT_DATA rather than RLIMIT_AS, which CUDA's address-space reservations would exceed
+MEMORY_CAP = 4 << 30
 
 
 def _capped():
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
+    resource.setrlimit(resource.RLIMIT_DATA, (MEMORY_CAP, MEMORY_CAP))
 
 
 def _cli(*args, cwd):
@@ -127,7 +129,8 @@ _STEPS = textwrap.dedent("""
     p = presets.resolve("tiny", presets.Overrides(seq_len=16, batch_size=4, vocab_size=64))
     total = int(sys.argv[1])
     plan = make_plan("rtd", "measured", total + 0.5, 1.0, p.checkpoint_fractions, batch_size=p.batch_size)
-    opts = TrainOptions(quiet=True, log_every=10, heldout_batches=1, peak_flops=1e12, after_step=(enough,))
+    opts = TrainOptions(device="cpu", quiet=True, log_every=10, heldout_batches=1, peak_flops=1e12,
+                        after_step=(enough,))
     try:
         pretrain(p, plan, Sequences(64), Sequences(8), DEFAULT, tempfile.mkdtemp(), opts)
     except Enough:

@@ -25,7 +25,7 @@ from electra_bench.training import checkpoint, termination
 # about 60 steps of `tiny` at length 32: a log row every 10 steps and at each 1/16 (diagnostics),
 # checkpoints at 1/4, 1/2 and the end
 ARGS = ["--objective", "mlm", "--budget", "4e10", "--preset", "tiny", "--seq-len", "32", "--batch-size", "8",
-        "--vocab-size", "300", "--quiet"]
+        "--vocab-size", "300", "--device", "cpu", "--quiet"]  # CPU: bit-identical resumes (CUDA may differ)
 STOPPED = re.compile(r"^stopped by SIGTERM at step (\d+) of (\d+); run the same command again to resume$")
 
 
@@ -214,7 +214,7 @@ def test_sigterm_to_compare_stops_its_workers_between_steps(tmp_path, corpus):
     p = subprocess.Popen(
         [sys.executable, "-m", "electra_bench", "compare", "--budget", "6e11", "--corpus", str(corpus), "--tasks",
          "rt-polarity", "--seeds", "1", "--pretrain-seeds", "1", "--jobs", "2", "--threads", "1", "--seq-len", "32",
-         "--batch-size", "8", "--vocab-size", "300", "--results", str(results), "--quiet"],
+         "--batch-size", "8", "--vocab-size", "300", "--device", "cpu", "--results", str(results), "--quiet"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 300
     while p.poll() is None and time.monotonic() < deadline and not (
