@@ -9,9 +9,9 @@ Two behaviours, chosen by where the process is:
   the same command again resumes at that step, finishing identical to an undisturbed run.
 
 A worker process of compare's pool installs neither: outside `deferred()` the default stands (the
-worker dies; the parent, signalled too or seeing the pool break, says the line). Once a process has
-seen SIGTERM, `deferred()` refuses to start another run in it (a pool worker would otherwise go on
-to the next queued run).
+worker dies; its parent, signalled too, says the SIGTERM line, or else reports a dead worker). Once a
+process has seen SIGTERM, `deferred()` refuses to start another run in it (a pool worker would
+otherwise go on to the next queued run).
 """
 
 from __future__ import annotations
