@@ -321,14 +321,16 @@ def pretrain(preset, budget, convention, corpus, vocab_file, seed, device, preci
     p = resolve(preset, overrides)
     if budget is None:
         raise BenchError("--budget is required (FLOPs like 1e15, or a share of the paper's budget like 25%)")
+    planning_only = dry_run or show_config
+    if not planning_only:  # first: the FLOP count below runs a forward at these shapes (minutes at --seq-len 1e5)
+        runner.check_memory(p, (objective,), device, precision, allow_emulated_bf16)
     # the schedule's length needs only the preset: checked before data or --out exist
     b = runner.check_schedule(p, (objective,), budget, convention, allow_long_schedule)
-    if dry_run or show_config:  # planning needs no data: the preset's vocabulary stands
+    if planning_only:  # planning needs no data: the preset's vocabulary stands
         _note(runner.budget_note(p, b, convention))
         info = {"preset": p.to_dict(), "plan": runner.plan(p, objective, b, convention).to_dict()}
         _emit_json(info) if (as_json or show_config) else out.print(info["plan"])
         return
-    runner.check_memory(p, (objective,), device, precision, allow_emulated_bf16)
     data, p = runner.prepare_data(p, corpus, vocab_file, seed, quiet)
     b = runner.resolve_budget(p, budget, convention)
     _note(runner.budget_note(p, b, convention))

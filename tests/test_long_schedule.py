@@ -150,3 +150,20 @@ def test_memory_does_not_grow_with_the_schedule_length():
         assert r.returncode == 0, r.stderr
         peak[total] = int(r.stdout.split()[-1])
     assert abs(peak[10**8] - peak[10**6]) < 32 * 1024, peak  # KiB: within 32 MB
+
+
+@pytest.mark.parametrize("args", [["pretrain", "--objective", "mlm", "--budget", "1e12"], ["compare", "--budget", "1e12"]])
+def test_a_step_too_big_for_memory_is_refused_before_the_schedule_is_counted(tmp_path, monkeypatch, args):
+    # the schedule check counts FLOPs with a forward at the preset's shapes: at --seq-len 100000 that took
+    # 11 minutes before the memory check said its line
+    from electra_bench.training import run
+
+    def no_count(*a, **k):
+        raise AssertionError("FLOPs counted before the memory check")
+
+    monkeypatch.setattr(run, "step_flops", no_count)
+    r = CliRunner().invoke(main, [*args, "--seq-len", "100000", "--results" if args[0] == "compare" else "--out",
+                                  str(tmp_path / "x")])
+    assert r.exit_code == 2, r.output
+    assert "lower --seq-len" in _one_error_line(r.stderr)
+    assert not (tmp_path / "x").exists()

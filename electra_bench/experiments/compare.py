@@ -142,7 +142,9 @@ class CompareSpec:
             jobs=jobs or auto_jobs,
         )
         # an absurdly long schedule fails here, before data or the run directory exist (the opt-in is not
-        # part of the config: it changes nothing about the run)
+        # part of the config: it changes nothing about the run); memory first: the FLOP count of the
+        # schedule check runs a forward at the preset's shapes (minutes at --seq-len 100000)
+        runner.check_memory(spec.resolved_preset(), objectives, device, "auto")
         runner.check_schedule(spec.resolved_preset(), objectives, spec.budget, convention, allow_long_schedule)
         return spec
 
