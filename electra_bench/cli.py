@@ -20,8 +20,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from .choices import ALL_OBJECTIVES, EMBEDDING_SHARING, FLOP_CONVENTIONS, PRECISIONS, PROTOCOLS
-from .errors import BenchError
+from .errors import BenchError, Terminated
 from .reporting.text_formats import FORMATS
+from .training import termination
 
 # Piped output (CI logs, files) gets a wide fixed width instead of rich's 80-column default.
 out = Console(width=None if sys.stdout.isatty() else 160)
@@ -87,13 +88,18 @@ def _os_error(e: OSError) -> str:
 class _Group(click.Group):
     """Every way a command can fail on its input or environment ends in one `error:` line and a
     non-zero exit: BenchError (exit 2), usage errors (2), OSError such as a full disk or a file where a
-    directory is expected (2), Ctrl-C (130). A traceback means a bug in electra-bench."""
+    directory is expected (2), Ctrl-C (130). SIGTERM stops it with one line too (143; the trainer stops
+    between steps, training/termination.py). A traceback means a bug in electra-bench."""
 
     def main(self, *args, **kwargs):
         kwargs.pop("standalone_mode", None)
         warnings.showwarning = _show_warning
         try:
-            rv = super().main(*args, standalone_mode=False, **kwargs)
+            with termination.raising():
+                rv = super().main(*args, standalone_mode=False, **kwargs)
+        except Terminated as e:
+            err.print(escape(str(e)), highlight=False, soft_wrap=True)
+            sys.exit(e.exit_code)
         except click.exceptions.NoArgsIsHelpError as e:  # bare `electra-bench`: the help, as usual
             click.echo(e.ctx.get_help())
             sys.exit(0)
@@ -235,6 +241,12 @@ def signal(seq_len, mask_prob, vocab_size, as_json):
         out.print(signal_table(rows, seq_len))
 
 
+LONG_SCHEDULE_OPTION = click.option(
+    "--allow-long-schedule", is_flag=True,
+    help="Train a budget beyond 1000x the paper's full schedule for the preset (refused otherwise: usually a "
+         "slip of the exponent).")
+
+
 def experiment_options(fn):
     """What every experiment (compare, ablate, sweep) takes: data, evaluation, where results go, parallelism."""
     opts = [
@@ -256,6 +268,7 @@ def experiment_options(fn):
                      help="Worker processes (default: one per core, at most one per run)."),
         click.option("--threads", type=POSITIVE_INT, default=None, help="Threads per worker (default: cores / jobs)."),
         click.option("--quiet", is_flag=True, help="No progress output."),
+        LONG_SCHEDULE_OPTION,
         click.option("--json", "as_json", is_flag=True, help="Machine-readable output (stable snake_case keys)."),
     ]
     for o in reversed(opts):
@@ -280,6 +293,7 @@ def train_options(fn):
                      help="Run --precision bf16 on a CPU without native bf16 (AVX512-BF16/AMX): slow, for checks."),
         click.option("--compile", "compile_", is_flag=True, help="torch.compile the training step."),
         click.option("--quiet", is_flag=True, help="No progress display (for CI)."),
+        LONG_SCHEDULE_OPTION,
     ]
     for o in reversed(opts):
         fn = o(fn)
@@ -300,8 +314,8 @@ def train_options(fn):
 @override_options
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (stable snake_case keys).")
 def pretrain(preset, budget, convention, corpus, vocab_file, seed, device, precision, allow_emulated_bf16, compile_,
-             quiet, objective, out_dir, resume, log_every, save_every, peak_flops, dry_run, show_config, overrides,
-             as_json):
+             quiet, allow_long_schedule, objective, out_dir, resume, log_every, save_every, peak_flops, dry_run,
+             show_config, overrides, as_json):
     """Pre-train one objective to a fixed FLOP budget."""
     from .training import run as runner
     from .presets import resolve
@@ -310,13 +324,16 @@ def pretrain(preset, budget, convention, corpus, vocab_file, seed, device, preci
     p = resolve(preset, overrides)
     if budget is None:
         raise BenchError("--budget is required (FLOPs like 1e15, or a share of the paper's budget like 25%)")
-    if dry_run or show_config:  # planning needs no data: the preset's vocabulary stands
-        b = runner.resolve_budget(p, budget, convention)
+    planning_only = dry_run or show_config
+    if not planning_only:  # first: the FLOP count below runs a forward at these shapes (minutes at --seq-len 1e5)
+        runner.check_memory(p, (objective,), device, precision, allow_emulated_bf16)
+    # the schedule's length needs only the preset: checked before data or --out exist
+    b = runner.check_schedule(p, (objective,), budget, convention, allow_long_schedule)
+    if planning_only:  # planning needs no data: the preset's vocabulary stands
         _note(runner.budget_note(p, b, convention))
         info = {"preset": p.to_dict(), "plan": runner.plan(p, objective, b, convention).to_dict()}
         _emit_json(info) if (as_json or show_config) else out.print(info["plan"])
         return
-    runner.check_memory(p, (objective,), device, precision, allow_emulated_bf16)
     data, p = runner.prepare_data(p, corpus, vocab_file, seed, quiet)
     b = runner.resolve_budget(p, budget, convention)
     _note(runner.budget_note(p, b, convention))
@@ -393,7 +410,7 @@ def export(source, out_dir, objective, seed, fraction, overwrite, as_json):
 @experiment_options
 @override_options
 def compare(preset, budget, quick, long_mode, references, convention, corpus, source, tasks, seeds, pretrain_seeds,
-            protocol, root, run_id, device, jobs, threads, quiet, as_json, overrides):
+            protocol, root, run_id, device, jobs, threads, quiet, allow_long_schedule, as_json, overrides):
     """Pre-train MLM and RTD to the same budget, score every checkpoint, report the curves."""
     from .experiments import references as refs_mod
     from .experiments.compare import CompareSpec, run_compare
@@ -402,7 +419,8 @@ def compare(preset, budget, quick, long_mode, references, convention, corpus, so
     spec = CompareSpec.resolve(preset=preset, budget=budget, quick=quick, convention=convention, corpus=corpus,
                                source=source, tasks=tasks.split(",") if tasks else None, seeds=seeds,
                                protocol=protocol, device=device, pretrain_seeds=pretrain_seeds, jobs=jobs,
-                               threads=threads, overrides=overrides, long=long_mode)
+                               threads=threads, overrides=overrides, long=long_mode,
+                               allow_long_schedule=allow_long_schedule)
     refs = parse_all(references)
     summary, rendered = run_compare(spec, root, run_id, quiet=quiet or as_json, width=out.width,
                                     score_more=refs_mod.phase(refs) if refs else None)
@@ -418,7 +436,7 @@ def compare(preset, budget, quick, long_mode, references, convention, corpus, so
 @experiment_options
 @override_options
 def ablate(preset, budget, objectives, quick, convention, corpus, source, tasks, seeds, pretrain_seeds, protocol, root,
-           run_id, device, jobs, threads, quiet, as_json, overrides):
+           run_id, device, jobs, threads, quiet, allow_long_schedule, as_json, overrides):
     """The paper's efficiency analysis (Table 5): every objective to one budget, final checkpoints scored."""
     from .experiments.ablate import resolve_spec, run_ablate
 
@@ -426,7 +444,7 @@ def ablate(preset, budget, objectives, quick, convention, corpus, source, tasks,
                         preset=preset, budget=budget, quick=quick, convention=convention, corpus=corpus,
                         source=source, tasks=tasks.split(",") if tasks else None, seeds=seeds, protocol=protocol,
                         device=device, pretrain_seeds=pretrain_seeds, jobs=jobs, threads=threads,
-                        overrides=overrides)
+                        overrides=overrides, allow_long_schedule=allow_long_schedule)
     result, rendered = run_ablate(spec, root, run_id, quiet=quiet or as_json)
     _emit_json(result) if as_json else click.echo(rendered)
 
@@ -442,7 +460,7 @@ def ablate(preset, budget, objectives, quick, convention, corpus, source, tasks,
 @experiment_options
 @override_options
 def sweep(preset, budget, generator_sizes, quick, convention, corpus, source, tasks, seeds, pretrain_seeds, protocol,
-          root, run_id, device, jobs, threads, quiet, as_json, overrides):
+          root, run_id, device, jobs, threads, quiet, allow_long_schedule, as_json, overrides):
     """The paper's generator-size sweep (Figure 3): ELECTRA at each generator size and BERT, all to one
     budget; every checkpoint scored; score vs generator size and vs FLOPs."""
     from .experiments.sweep import resolve_spec, run_sweep
@@ -450,7 +468,8 @@ def sweep(preset, budget, generator_sizes, quick, convention, corpus, source, ta
     spec = resolve_spec(generator_sizes=generator_sizes, preset=preset, budget=budget, quick=quick,
                         convention=convention, corpus=corpus, source=source,
                         tasks=tasks.split(",") if tasks else None, seeds=seeds, protocol=protocol, device=device,
-                        pretrain_seeds=pretrain_seeds, jobs=jobs, threads=threads, overrides=overrides)
+                        pretrain_seeds=pretrain_seeds, jobs=jobs, threads=threads, overrides=overrides,
+                        allow_long_schedule=allow_long_schedule)
     result, rendered = run_sweep(spec, root, run_id, quiet=quiet or as_json, width=out.width)
     _emit_json(result) if as_json else click.echo(rendered, nl=False)
 

@@ -94,7 +94,8 @@ class CompareSpec:
 
     @classmethod
     def resolve(cls, *, preset, budget, quick, convention, corpus, source, tasks, seeds, protocol, device,
-                pretrain_seeds=None, jobs=None, threads=None, overrides=None, long=False, objectives=None):
+                pretrain_seeds=None, jobs=None, threads=None, overrides=None, long=False, objectives=None,
+                allow_long_schedule=False):
         if quick and long:
             raise BenchError("--quick and --long exclude each other")
         base = CPU_QUICK if quick else CPU_LONG if long else CPU_DEFAULT
@@ -119,7 +120,7 @@ class CompareSpec:
             auto_jobs, auto_threads = 1, auto_threads * auto_jobs
         ov = tuple(sorted((k, v) for k, v in dataclasses.asdict(overrides).items()
                           if v is not None)) if overrides is not None else ()
-        return cls(
+        spec = cls(
             preset=name,
             budget=str(budget or base["budget"]),
             convention=convention,
@@ -140,6 +141,12 @@ class CompareSpec:
             device=device,
             jobs=jobs or auto_jobs,
         )
+        # an absurdly long schedule fails here, before data or the run directory exist (the opt-in is not
+        # part of the config: it changes nothing about the run); memory first: the FLOP count of the
+        # schedule check runs a forward at the preset's shapes (minutes at --seq-len 100000)
+        runner.check_memory(spec.resolved_preset(), objectives, device, "auto")
+        runner.check_schedule(spec.resolved_preset(), objectives, spec.budget, convention, allow_long_schedule)
+        return spec
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)

@@ -7,6 +7,16 @@ means the same compute for MLM and RTD (the paper sized BERT-Small's 1.45M steps
 
 The run takes floor(budget / flops_per_step) steps, so it never spends more than the budget and
 stops less than one step short of it.
+
+How long a schedule may be: nothing the trainer keeps grows with the number of steps (only what it
+writes: a log row every --log-every steps), so length is not refused for memory. Two limits remain,
+checked before data or directories exist (training/run.check_schedule; make_plan checks the second
+again with the data's vocabulary):
+- `MAX_SCHEDULE_SHARE`: a budget beyond this many times the paper's full schedule is almost always a
+  slip of the exponent (1e21 for 1e12) that would train for centuries; refused unless the user opts in
+  with --allow-long-schedule.
+- `MAX_SEQUENCES`: the data order numbers the sequences it has served (steps x batch size) in int64;
+  a schedule that cannot be counted is refused, opt-in or not.
 """
 
 from __future__ import annotations
@@ -16,6 +26,9 @@ import re
 from dataclasses import dataclass
 
 from ..errors import BenchError
+
+MAX_SCHEDULE_SHARE = 1000.0
+MAX_SEQUENCES = 2**63 - 1
 
 _NUMBER = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(%)?\s*$")
 
@@ -66,6 +79,27 @@ def parse_budget(text: str | float, reference_flops: float | None = None) -> flo
     return value
 
 
+def check_share(budget: float, share: float, preset_name: str, convention: str, allow_long: bool) -> None:
+    """Refuse a budget beyond `MAX_SCHEDULE_SHARE` times the paper's full schedule (`share` of it)
+    unless the user opted in."""
+    if share > MAX_SCHEDULE_SHARE and not allow_long:
+        raise BenchError(
+            f"budget {budget:.3g} FLOPs is {share:.3g} times the paper's full schedule for preset {preset_name} "
+            f"({convention} convention), beyond the {MAX_SCHEDULE_SHARE:g}x limit; check its exponent (a share "
+            f"like 25% may be what was meant), or pass --allow-long-schedule if you mean it"
+        )
+
+
+def check_length(objective: str, steps: int, batch_size: int) -> None:
+    """Refuse a schedule whose sequence count (steps x batch size) does not fit the int64 counter."""
+    if steps * batch_size > MAX_SEQUENCES:
+        raise BenchError(
+            f"a schedule of {steps:.3g} steps of {objective} at batch size {batch_size} is more sequences than "
+            f"an int64 counter holds (at most {MAX_SEQUENCES // batch_size:.3g} steps at this batch size); "
+            f"choose a smaller --budget"
+        )
+
+
 def make_plan(
     objective: str,
     convention: str,
@@ -73,6 +107,7 @@ def make_plan(
     flops_per_step: float,
     fractions: tuple[float, ...],
     describe_step: str = "",
+    batch_size: int = 1,
 ) -> Plan:
     total = int(budget // flops_per_step)
     if total < 1:
@@ -80,6 +115,7 @@ def make_plan(
             f"budget {budget:.3g} FLOPs is smaller than one training step of {objective} "
             f"({flops_per_step:.3g} FLOPs{describe_step}, {convention} convention)"
         )
+    check_length(objective, total, batch_size)
     for f in fractions:
         if not 0 < f <= 1:
             raise BenchError(f"checkpoint fraction {f} must be in (0, 1]")

@@ -70,3 +70,13 @@ def mean_over_ranks(values: dict[str, float], d: Dist) -> dict[str, float]:
         t = t.to(d.device)
     dist.all_reduce(t)
     return {k: float(v) / d.world for k, v in zip(keys, t.tolist())}
+
+
+def any_rank(flag: bool, d: Dist) -> bool:
+    """Whether `flag` is set on any rank: a decision every rank takes together (a rank that stopped
+    alone would leave the others waiting in the next all-reduce)."""
+    if d.world == 1:
+        return flag
+    t = torch.tensor([1.0 if flag else 0.0], device=d.device if d.device.type == "cuda" else "cpu")
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return bool(t.item())

@@ -18,7 +18,7 @@ from ..locking import DirectoryLock
 from ..model import resolve_precision
 from ..presets import Preset
 from . import memory
-from .budget import Plan, make_plan, parse_budget
+from .budget import Plan, check_length, check_share, make_plan, parse_budget
 from .distributed import resolve_device
 from .trainer import TrainOptions, pretrain
 
@@ -43,12 +43,26 @@ def budget_note(preset: Preset, budget: float, convention: str) -> str | None:
             f"{preset.name} ({convention} convention): more compute than the paper trained with")
 
 
+def check_schedule(preset: Preset, objectives: tuple[str, ...], budget: str | float, convention: str,
+                   allow_long: bool = False) -> float:
+    """The budget in FLOPs, once its schedule is known not to be absurdly long (budget.py's limits):
+    checked on the preset alone, before data or any directory exists. The preset's vocabulary stands in
+    for the data's (as in --dry-run); `plan` checks the length again with the data's. A budget below one
+    step is left to `plan`: a smaller vocabulary from the data makes steps cheaper."""
+    b = resolve_budget(preset, budget, convention)
+    check_share(b, b / reference_flops(preset, convention), preset.name, convention, allow_long)
+    for objective in objectives:
+        p = preset.for_objective(objective)
+        check_length(objective, int(b // step_flops(p, objective, convention).flops_per_step), p.batch_size)
+    return b
+
+
 def plan(preset: Preset, objective: str, budget: float, convention: str) -> Plan:
     preset = preset.for_objective(objective)
     sf = step_flops(preset, objective, convention)
     return make_plan(
         objective, convention, budget, sf.flops_per_step, preset.checkpoint_fractions,
-        describe_step=f" at batch {preset.batch_size} x length {preset.seq_len}",
+        describe_step=f" at batch {preset.batch_size} x length {preset.seq_len}", batch_size=preset.batch_size,
     )
 
 

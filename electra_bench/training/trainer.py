@@ -27,12 +27,12 @@ import torch
 
 from .. import atomic_io, objectives
 from ..data.tokenizer import Tokenizer
-from ..errors import BenchError
+from ..errors import BenchError, Terminated
 from ..layout import TOKENIZER_FROM_CHECKPOINT, PretrainLayout, fraction_dir
 from ..model import cpu_has_native_bf16, has_padding, resolve_precision
 from ..presets import Preset
 from ..special_tokens import SpecialIds
-from . import checkpoint, diagnostics, distributed, memory, optim
+from . import checkpoint, diagnostics, distributed, memory, optim, termination
 from .budget import Plan
 from .progress import TrainingProgress
 from .step import train_step
@@ -134,7 +134,16 @@ def pretrain(
     run_info: dict | None = None,
     tokenizer=None,
 ) -> dict:
-    """Train `plan.objective` for `plan.total_steps` steps; returns the summary (also in done.json)."""
+    """Train `plan.objective` for `plan.total_steps` steps; returns the summary (also in done.json).
+
+    A SIGTERM stops it between steps (termination.py): the state is saved there and `Terminated` raised;
+    every write in progress when the signal came is finished first."""
+    with termination.deferred():
+        return _pretrain(preset, plan, train, heldout, special, out_dir, opts, run_info, tokenizer)
+
+
+def _pretrain(preset: Preset, plan: Plan, train: SequenceSource, heldout: SequenceSource | None, special: SpecialIds,
+              out_dir: str | Path, opts: TrainOptions, run_info: dict | None, tokenizer) -> dict:
     out = PretrainLayout(out_dir)
     d = distributed.setup(opts.device)
     local_batch = _local_batch(preset, train, d)
@@ -173,13 +182,16 @@ def pretrain(
                                                  n=512 if emulated else 2048)
     order = _Order(len(train), opts.seed)
     clip_params = [p for g in optimizer.param_groups for p in g["params"]]
-    log_steps = _log_steps(plan, opts.log_every) | diag.steps(plan)
+    diag_steps = diag.steps(plan)
+    logged = _LogSchedule(plan, opts.log_every, diag_steps)
     meter = _Throughput(preset.batch_size * preset.seq_len, plan.flops_per_step, peak * d.world)
-    saver = _StateSaver(out, opts, plan)
+    saver = _StateSaver(out, opts, plan, start_step)
     finite = _FiniteLoss(d.device, plan, out, start_step)
 
     with TrainingProgress(plan.objective, plan.budget, plan.total_steps, opts.quiet or not d.is_main) as bar:
         bar.update(start_step, plan.flops_at(start_step), 0.0, None, {})
+        if _stop_requested(d, at_sync=True):  # during start-up: the state on disk is this step's already
+            raise Terminated(f"at step {start_step} of {plan.total_steps}")
         for step in range(start_step, plan.total_steps):
             model.train()
             lr = optim.lr_at(step, plan.total_steps, preset.lr, preset.warmup_for(plan.total_steps))
@@ -196,7 +208,7 @@ def pretrain(
             finite.add(result.loss)
             done_steps = step + 1
             meter.tick()
-            if done_steps in log_steps:
+            if logged.is_log_step(done_steps):
                 finite.check(done_steps, lr)
                 metrics = distributed.mean_over_ranks(
                     {"loss": float(result.loss.detach()), **{k: float(v) for k, v in result.metrics.items()}}, d
@@ -205,7 +217,7 @@ def pretrain(
                 row = {"step": done_steps, "flops": plan.flops_at(done_steps),
                        "fraction": done_steps / plan.total_steps, "lr": lr, **metrics,
                        "tokens_per_s": tok_s, "mfu": mfu}
-                if done_steps in diag.steps(plan):
+                if done_steps in diag_steps:
                     with torch.autocast(d.device.type, dtype=torch.bfloat16, enabled=bf16):
                         row.update(diag.row())
                 if done_steps in plan.checkpoints.values() and d.is_main:
@@ -218,6 +230,12 @@ def pretrain(
                 saver.save(done_steps, model, optimizer, d)
             for hook in opts.after_step:
                 hook(done_steps)
+            # between steps every log row and checkpoint is complete: the safe point to stop at
+            if done_steps < plan.total_steps and _stop_requested(d, at_sync=logged.is_log_step(done_steps)):
+                if saver.last_step < done_steps:
+                    finite.check(done_steps, lr)
+                    saver.save(done_steps, model, optimizer, d)
+                raise Terminated(f"at step {done_steps} of {plan.total_steps}")
 
     summary = _summary(plan, peak, d, bf16)
     if d.is_main:
@@ -279,8 +297,25 @@ def _resume(out: PretrainLayout, model, optimizer, resume: bool, d, diag: "_Diag
     return start_step
 
 
-def _log_steps(plan: Plan, every: int) -> set[int]:
-    return set(range(every, plan.total_steps + 1, every)) | set(plan.checkpoints.values()) | {plan.total_steps}
+class _LogSchedule:
+    """Which steps get a log row: every `every` steps, the checkpoints, the diagnostics points and the
+    last step. A predicate, not a set of steps: the set grew with the schedule (a 1e21-FLOP budget of
+    tiny is 1.6e11 steps; its set filled 18 GB within a minute before the first step)."""
+
+    def __init__(self, plan: Plan, every: int, diag_steps: frozenset[int]):
+        self.every, self.total = every, plan.total_steps
+        self.special = frozenset(plan.checkpoints.values()) | diag_steps  # O(checkpoints + diagnostics points)
+
+    def is_log_step(self, step: int) -> bool:
+        return step % self.every == 0 or step == self.total or step in self.special
+
+
+def _stop_requested(d, at_sync: bool) -> bool:
+    """Whether to stop for a SIGTERM here. One process reads its flag after every step; ranks of a DDP
+    run decide together, only where they sync anyway (log rows), so a step costs no extra collective."""
+    if d.world == 1:
+        return termination.requested()
+    return at_sync and distributed.any_rank(termination.requested(), d)
 
 
 class _Throughput:
@@ -325,9 +360,10 @@ class _FiniteLoss:
 class _StateSaver:
     """Resumable state every `save_every_steps`, at every checkpoint, and every `save_interval_s`."""
 
-    def __init__(self, out: PretrainLayout, opts: TrainOptions, plan: Plan):
+    def __init__(self, out: PretrainLayout, opts: TrainOptions, plan: Plan, start_step: int):
         self.out, self.opts, self.plan = out, opts, plan
         self.last = time.perf_counter()
+        self.last_step = start_step  # the step the newest state on disk (or the start) is at
 
     def due(self, step: int) -> bool:
         every = self.opts.save_every_steps
@@ -340,7 +376,7 @@ class _StateSaver:
             checkpoint.save_state(self.out.state, step, model, optimizer,
                                   {"objective": self.plan.objective, "threads": torch.get_num_threads()})
         distributed.barrier(d)
-        self.last = time.perf_counter()
+        self.last, self.last_step = time.perf_counter(), step
 
 
 def _save_checkpoint(out: PretrainLayout, model, plan: Plan, preset: Preset, seed: int, step: int) -> None:
@@ -386,17 +422,17 @@ class _Diagnostics:
         self.batches = [heldout.batch(np.arange(s, min(s + preset.batch_size, n))) for s in starts] if self.enabled else []
         self.seeds = [step_seed(0, i, 0, stream=1) for i in range(len(self.batches))]
 
-    def steps(self, plan: Plan) -> set[int]:
+    def steps(self, plan: Plan) -> frozenset[int]:
         """The steps after which diagnostics are logged: every `diagnostics_every` of the budget and at
-        every checkpoint."""
+        every checkpoint (at most 1 / diagnostics_every + checkpoints + 1 of them, whatever the length)."""
         if not self.enabled:
-            return set()
+            return frozenset()
         out = set(plan.checkpoints.values()) | {plan.total_steps}
         every = self.opts.diagnostics_every
         if every > 0:
             k = max(1, round(1 / every))
             out |= {max(1, round(plan.total_steps * i / k)) for i in range(1, k + 1)}
-        return out
+        return frozenset(out)
 
     def row(self) -> dict[str, float]:
         values = diagnostics.heldout_diagnostics(self.model, self.batches, self.seeds, self.unigram, self.special,
