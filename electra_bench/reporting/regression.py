@@ -1,4 +1,5 @@
-"""The CI regression check: a run's final scores against a committed baseline, and their history.
+"""The CI regression check: a run's final scores against a committed baseline (their history over
+commits: history_store.py, history_trend.py, history_plot.py).
 
 Baseline file (JSON, made by `make_baseline` / `write_baseline`):
 ```
@@ -193,9 +194,9 @@ def make_baseline(run: RunDir | Mapping[str, Any], *, protocol: str | None = Non
     baseline's default tolerance."""
     if isinstance(tol, Mapping):
         for key in tol:
-            _tolerance(tol, key)
+            tolerance(tol, key)
     else:
-        _tolerance(tol, "*")
+        tolerance(tol, "*")
     summary = dict(run) if isinstance(run, Mapping) else summary_mod.load_or_build(run, task_specs, convention)
     protocol = protocol or summary["main_protocol"]
     metrics, info = final_metrics(summary, protocol)
@@ -245,7 +246,8 @@ def load_baseline(path: str | Path) -> dict:
     return data
 
 
-def _tolerance(tol: float | Mapping[str, float], key: str) -> float:
+def tolerance(tol: float | Mapping[str, float], key: str) -> float:
+    """The tolerance of metric `key` under `tol` (one number, or {key or fnmatch pattern: tol, "default": tol})."""
     if isinstance(tol, Mapping):
         if key in tol:
             value = tol[key]
@@ -342,7 +344,7 @@ def check(run: RunDir | Mapping[str, Any], baseline_path: str | Path, tol: float
     if tol is None:
         tol = baseline.get("tol", DEFAULT_TOL)
     if not isinstance(tol, Mapping):
-        _tolerance(tol, "*")  # reject a bad global tolerance up front
+        tolerance(tol, "*")  # reject a bad global tolerance up front
     summary = dict(run) if isinstance(run, Mapping) else summary_mod.load_or_build(run, task_specs, convention)
     protocol = baseline.get("protocol") or summary["main_protocol"]
     run_id = str(summary.get("run_id"))
@@ -366,21 +368,31 @@ def check(run: RunDir | Mapping[str, Any], baseline_path: str | Path, tol: float
             warnings.append(f"not compared (recorded on one side only): {', '.join(unknown)}")
     new_metrics, info = final_metrics(summary, protocol)
     result = CheckResult(run_id=run_id, baseline=str(baseline_path), info=info, warnings=warnings,
-                         config_differences=differences)
-    for key in sorted(baseline["metrics"]):
-        old = float(baseline["metrics"][key])
-        t = _tolerance(tol, key)
+                         config_differences=differences,
+                         checks=compare_metrics(new_metrics, baseline["metrics"], tol))
+    result.info["baseline_info"] = baseline.get("info", {})
+    return result
+
+
+def compare_metrics(new_metrics: Mapping[str, float], baseline_metrics: Mapping[str, float],
+                    tol: float | Mapping[str, float]) -> list[MetricCheck]:
+    """The per-metric rule of `check` (module docstring), on bare metric dicts: the history trend
+    (reporting/history_trend.py) judges every stored commit with it, so a point drawn outside the
+    band is exactly what `check` fails."""
+    checks = []
+    for key in sorted(baseline_metrics):
+        old = float(baseline_metrics[key])
+        t = tolerance(tol, key)
         if key not in new_metrics:
-            result.checks.append(MetricCheck(key, old, None, None, t, "missing"))
+            checks.append(MetricCheck(key, old, None, None, t, "missing"))
             continue
         new = float(new_metrics[key])
         delta = new - old
         status = "regressed" if delta < -t else "improved" if delta > t else "ok"
-        result.checks.append(MetricCheck(key, old, new, delta, t, status))
-    for key in sorted(set(new_metrics) - set(baseline["metrics"])):
-        result.checks.append(MetricCheck(key, None, float(new_metrics[key]), None, None, "new"))
-    result.info["baseline_info"] = baseline.get("info", {})
-    return result
+        checks.append(MetricCheck(key, old, new, delta, t, status))
+    for key in sorted(set(new_metrics) - set(baseline_metrics)):
+        checks.append(MetricCheck(key, None, float(new_metrics[key]), None, None, "new"))
+    return checks
 
 
 def _start_time(run: RunDir) -> _dt.datetime:
