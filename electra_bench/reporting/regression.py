@@ -45,7 +45,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from .. import atomic_io
 from ..errors import BenchError, at
@@ -393,51 +393,3 @@ def compare_metrics(new_metrics: Mapping[str, float], baseline_metrics: Mapping[
     for key in sorted(set(new_metrics) - set(baseline_metrics)):
         checks.append(MetricCheck(key, None, float(new_metrics[key]), None, None, "new"))
     return checks
-
-
-def _start_time(run: RunDir) -> _dt.datetime:
-    prov = run.provenance()
-    stamp = prov.get("created_utc") if isinstance(prov, dict) else None
-    if isinstance(stamp, str):
-        try:
-            t = _dt.datetime.fromisoformat(stamp)
-            return t if t.tzinfo else t.replace(tzinfo=_dt.timezone.utc)
-        except ValueError:
-            pass
-    # no provenance: the config's modification time is when the run was created
-    return _dt.datetime.fromtimestamp((run.path / "config.json").stat().st_mtime, tz=_dt.timezone.utc)
-
-
-def history(runs: Sequence[RunDir], out_dir: str | Path, *, task_specs=None, convention: str | None = None,
-            formats: Sequence[str] = ("png", "svg")) -> list[Path]:
-    """Final scores per objective across stored runs (x: run start time from provenance), for CI."""
-    from . import plots  # matplotlib takes ~1 s to import; only the history plot needs it
-
-    if not runs:
-        raise BenchError("no runs for the history plot")
-    series: dict[str, list[tuple[_dt.datetime, float, str]]] = {}
-    suites = set()
-    conventions = set()
-    for run in runs:
-        summary = summary_mod.load_or_build(run, task_specs, convention)
-        suites.add(summary["suite"]["name"])
-        conventions.add(summary["flop_convention"])
-        metrics, _ = final_metrics(summary)
-        when = _start_time(run)
-        for obj in ("rtd", "mlm", "init"):
-            if f"{obj}/score" in metrics:
-                series.setdefault(obj, []).append((when, metrics[f"{obj}/score"], run.run_id))
-    fig, axes = plots.new_figure(size=(8.0, 4.5))
-    ax = axes[0][0]
-    for obj, pts in series.items():
-        pts.sort()
-        label = summary_mod.LABELS[obj] + (" final checkpoint" if obj != "init" else " encoder")
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", color=plots.COLORS[obj], label=label,
-                linestyle="--" if obj == "init" else "-")
-    ax.set_title(f"Final scores across runs ({', '.join(sorted(suites))}; one point per run)", fontsize=9)
-    ax.set_xlabel("run start time (UTC, from provenance)")
-    ax.set_ylabel("aggregate score, 0-100 (median over seeds)")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.autofmt_xdate()
-    return plots.save(fig, Path(out_dir), "history", formats)
