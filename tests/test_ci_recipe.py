@@ -52,7 +52,9 @@ def test_the_recipe_passes_fails_and_publishes(tmp_path):
     assert "REGRESSION" in bad.stdout
     summary = (out / "summary.md").read_text()
     assert summary.startswith("### electra-bench regression: FAIL")
-    assert "`mlm/score`" in summary.split("\n\n")[2] and "deliberately broken copy" in summary
+    failing = next(par for par in summary.split("\n\n") if par.startswith("**"))
+    assert "outside tolerance:** `mlm/margin`" in failing and "`mlm/score`" in failing
+    assert "Note: deliberately broken copy" in summary
     trend = json.loads((out / "trend.json").read_text())
     assert [(r["commit"][:7], r["status"]) for r in trend["records"]] == [("326eda2", "pass"), ("broken1", "FAIL")]
 

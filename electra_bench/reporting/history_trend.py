@@ -147,8 +147,7 @@ def _describe(j: Judged) -> str:
     rec = j.record
     parts = [f"branch `{rec['branch']}`" if rec.get("branch") else None, (rec.get("date") or "")[:16].replace("T", " "),
              f"run `{rec['run_id']}`"]
-    text = f"`{j.short}` (" + ", ".join(p for p in parts if p) + ")"
-    return text + (f": {rec['note']}" if rec.get("note") else "")
+    return f"`{j.short}` (" + ", ".join(p for p in parts if p) + ")"
 
 
 def markdown(judged: Sequence[Judged], baseline: Mapping[str, Any] | None, baseline_path: str | None, *,
@@ -168,6 +167,8 @@ def markdown(judged: Sequence[Judged], baseline: Mapping[str, Any] | None, basel
     else:
         lines.append(f"{_describe(this)} with the {len(previous)} previous record(s) of its config.")
     lines.append("")
+    if this.record.get("note"):
+        lines += [f"Note: {this.record['note']}", ""]
     if this.status == FAIL:
         named = ", ".join(f"`{c.metric}` {_fmt(c.metric, c.new)} (baseline {_fmt(c.metric, c.old)}, "
                           f"tolerance {c.tol:g})" if c.new is not None else f"`{c.metric}` missing"

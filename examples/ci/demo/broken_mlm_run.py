@@ -1,6 +1,7 @@
-"""A deliberately broken objective for the README's CI history demo: `compare --quick` with MLM trained on
-shuffled labels (as tests/test_learning_gate.py does), so MLM can learn token frequencies and nothing else
-and the regression check must fail. One process (--jobs 1), so the patch reaches the training.
+"""A deliberately broken objective for the README's CI history demo: `compare --quick` with the masked-LM
+loss on shuffled labels (as tests/test_learning_gate.py does). That loss is MLM's and RTD's generator's, so
+both can learn token frequencies and nothing else, and the regression check must fail. One process
+(--jobs 1, so the patch reaches the training; slower than compare's two workers).
 
     python examples/ci/demo/broken_mlm_run.py RESULTS_DIR     # writes RESULTS_DIR/broken-mlm
 """

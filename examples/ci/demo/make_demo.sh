@@ -5,7 +5,8 @@
 #   326eda2     measured: the committed quick run (tests/fixtures/runs), run at commit 326eda2 on 2026-12-03
 #   sim-01      SIMULATED: a copy of 326eda2's record under a made-up commit id
 #   <HEAD>      measured: a real compare --quick run by the recipe at this checkout's commit
-#   broken-mlm  measured, deliberately broken: a real compare --quick with MLM on shuffled labels
+#   broken-mlm  measured, deliberately broken: a real compare --quick with the masked-LM loss (MLM's and
+#               RTD's generator's) on shuffled labels
 #   sim-02      SIMULATED: "the fix", a copy of 326eda2's record under a made-up commit id
 # Two real quick compares: about 10 minutes on 2 idle cores.
 set -euo pipefail
@@ -26,7 +27,7 @@ EB_NOTE="measured: compare --quick by the recipe at this commit" bash examples/c
 "${ELECTRA_BENCH_PYTHON:-python}" "$DEMO/broken_mlm_run.py" "$EB_RESULTS"
 rc=0
 EB_RUN="$EB_RESULTS/broken-mlm" EB_COMMIT=broken-mlm \
-    EB_NOTE="measured, deliberately broken: compare --quick with MLM trained on shuffled labels" \
+    EB_NOTE="measured, deliberately broken: compare --quick with the masked-LM loss (MLM's and RTD's generator's) on shuffled labels" \
     bash examples/ci/regression.sh || rc=$?
 [ "$rc" -eq 1 ] || { echo "error: the broken run should fail the check (exit 1), got $rc" >&2; exit 1; }
 cp "$EB_OUT/summary.md" "$DEMO/summary-regression.md"
