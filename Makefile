@@ -1,4 +1,5 @@
-# electra-bench: `make install`, then `make compare`, `make test`, `make test-fast`, `make bench`.
+# electra-bench: `make install`, then `make compare`, `make test`, `make test-fast`, `make bench`,
+# `make ci-regression` (the CI regression recipe, examples/ci/regression.sh).
 #
 # Everything runs in a project virtual environment, $(VENV). `make install` creates it once, with the first
 # python >= 3.10 among python3, python3.13 ... python3.10 (or PYTHON=...), and installs the package into it;
@@ -18,7 +19,7 @@ ARGS ?=
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.electra-bench-installed
 
-.PHONY: install test test-fast bench compare
+.PHONY: install test test-fast bench compare ci-regression
 # A failed venv creation (e.g. Debian without python3-venv) must not leave a bin/python that looks done.
 .DELETE_ON_ERROR:
 
@@ -49,3 +50,9 @@ bench: $(STAMP)
 
 compare: $(STAMP)
 	"$(VENV)/bin/electra-bench" compare $(ARGS)
+
+# The CI regression recipe, as any CI runs it: compare --quick, check against the committed baseline, append
+# to the history store, plot, Markdown summary; exit 1 on a regression. Settings are the script's EB_*
+# variables, e.g. `make ci-regression EB_STORE=ci-history/history.jsonl EB_OUT=ci-out`.
+ci-regression: $(STAMP)
+	PATH="$(abspath $(VENV))/bin:$$PATH" bash examples/ci/regression.sh

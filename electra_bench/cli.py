@@ -531,16 +531,87 @@ def baseline(run, out_path, tol):
     click.echo(out_path)
 
 
-@main.command()
-@click.argument("runs", nargs=-1, required=True)
-@click.option("--out", "out_dir", default="results/history", show_default=True, help="Directory for the plots.")
-def history(runs, out_dir):
-    """Plot final scores across stored runs (the regression plot)."""
-    from .reporting.regression import history as do_history
+class _HistoryGroup(click.Group):
+    """`history RUN...` (before the subcommands) gets a pointer to what replaced it, not just "no such command"."""
+
+    def resolve_command(self, ctx, args):
+        if args and args[0] not in self.commands and not args[0].startswith("-"):
+            raise click.UsageError(f"no history subcommand '{args[0]}': plot runs with `history plot RUN... --out DIR`, "
+                                   "or keep a store: `history add RUN --store FILE`, then `history plot|show --store FILE`",
+                                   ctx)
+        return super().resolve_command(ctx, args)
+
+
+@main.group(cls=_HistoryGroup)
+def history():
+    """The regression history over commits: add a run to a store, plot the trend, summarise it for CI."""
+
+
+HISTORY_INPUTS = click.argument("inputs", nargs=-1)
+STORE_OPTION = click.option("--store", default=None, help="History store (JSONL written by `history add`).")
+BASELINE_OPTION = click.option("--baseline", default=None,
+                               help="Baseline JSON (results/baselines/): its values and tolerances are the band, "
+                                    "and each record is judged against it.")
+
+
+@history.command("add")
+@click.argument("run")
+@click.option("--store", required=True, help="History store to append to (JSONL; created when absent).")
+@click.option("--commit", default=None, help="Commit id (default: the run's provenance, else CI's variables, else git HEAD).")
+@click.option("--parent", default=None, help="Parent commit (default: from git).")
+@click.option("--branch", default=None, help="Branch (default: CI's variables, else git).")
+@click.option("--date", default=None, help="Commit date, ISO 8601 (default: from git, else the run's start).")
+@click.option("--note", default=None, help="A note kept with the record (e.g. why a point is special).")
+@click.option("--json", "as_json", is_flag=True, help="Print the record (stable snake_case keys).")
+def history_add(run, store, commit, parent, branch, date, note, as_json):
+    """Append a compare run's record (commit, config, final scores with bands, diagnostics, wall times,
+    machine, load) to a history store; safe with concurrent CI jobs."""
+    from .reporting.history_store import append, record_from_run
+    from .reporting.history_trend import short_commit
     from .reporting.results import load_compare_run
 
-    for path in do_history([load_compare_run(r) for r in runs], out_dir):
+    record = record_from_run(load_compare_run(run), commit=commit, parent=parent, branch=branch, date=date, note=note)
+    added = append(store, record)
+    if as_json:
+        _emit_json({**record, "added": added})
+    else:
+        click.echo(f"{store}: {'added' if added else 'already holds'} {short_commit(record['commit'])} "
+                   f"(run {record['run_id']}, config {record['config_digest']})")
+
+
+@history.command("plot")
+@HISTORY_INPUTS
+@STORE_OPTION
+@BASELINE_OPTION
+@click.option("--last", type=POSITIVE_INT, default=30, show_default=True, help="Plot the newest N records.")
+@click.option("--out", "out_dir", default="results/history", show_default=True, help="Directory for history.png/svg.")
+def history_plot(inputs, store, baseline, last, out_dir):
+    """Plot the trend over commits: scores with their bands, the baseline's tolerance band, diagnostics,
+    wall time. INPUTS: run directories (recorded on the fly) and/or a baseline JSON file."""
+    from .reporting.history_plot import plot_history
+    from .reporting.history_trend import gather, judge
+
+    records, base, base_path = gather(store, inputs, baseline)
+    for path in plot_history(judge(records, base), out_dir, base, base_path, last=last):
         click.echo(str(path))
+
+
+@history.command("show")
+@HISTORY_INPUTS
+@STORE_OPTION
+@BASELINE_OPTION
+@click.option("--last", type=click.IntRange(min=0), default=5, show_default=True,
+              help="Markdown: compare with this many previous records of the same config.")
+@click.option("--format", "fmt", type=click.Choice(("md", "csv", "json")), default="md", show_default=True,
+              help="md: for a CI job summary or PR comment; csv/json: the whole trend.")
+@click.option("--plot-url", "plot_urls", multiple=True, help="Markdown: link to a plot (repeatable).")
+def history_show(inputs, store, baseline, last, fmt, plot_urls):
+    """The newest record against the baseline and the previous ones (Markdown, pass/FAIL per metric), or
+    the whole trend as CSV or JSON."""
+    from .reporting.history_trend import gather, judge, render
+
+    records, base, base_path = gather(store, inputs, baseline)
+    click.echo(render(judge(records, base), base, base_path, fmt, last=last, plot_urls=plot_urls), nl=False)
 
 
 @main.group()

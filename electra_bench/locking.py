@@ -1,4 +1,5 @@
-"""One writer per directory: an exclusive, non-blocking `flock` on `<dir>/.lock`, holding the pid.
+"""One writer per directory: an exclusive, non-blocking `flock` on `<dir>/.lock`, holding the pid
+(`DirectoryLock`); and writers taking turns on one shared append-only file (`exclusive_file`).
 
 The lock file is removed when the holder releases it, so a finished run leaves no `.lock` behind. A
 process that opened the file just before it was removed would lock a deleted inode; it notices (the
@@ -11,7 +12,10 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from .errors import BenchError, at
 
@@ -72,3 +76,33 @@ class DirectoryLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+
+@contextmanager
+def exclusive_file(path: str | Path, what: str, timeout_s: float = 120.0) -> Iterator[int]:
+    """An exclusive `flock` on the file `path` itself (created if absent), waited for up to `timeout_s`:
+    for a file that many processes append to, such as a CI history store, where a second writer should
+    wait its turn instead of failing as a second writer of a run does. The file is never removed, so the
+    lock is always on the inode the next writer opens. Yields a descriptor opened for appending."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as e:
+                if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    raise BenchError(f"{at(path)}: cannot lock ({e.strerror})") from None
+                if time.monotonic() >= deadline:
+                    raise BenchError(f"{what} stayed locked by another process for {timeout_s:.0f} s; "
+                                     "try again when it has finished") from None
+                time.sleep(0.05)
+        try:
+            yield fd
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)

@@ -1,13 +1,23 @@
-"""The main job end to end through the CLI, as CI and a new user run it (slow: minutes)."""
+"""The main job end to end through the CLI, as CI and a new user run it (slow: minutes).
 
+CI's quick compare runs through the drop-in CI recipe (examples/ci/regression.sh: compare --quick, check
+against the committed baseline, history add, history plot, history show), so every `make test` (and so
+.ci/run) exercises the recipe; the quick compare is not run a second time, the history steps add seconds.
+EB_CI_OUT and EB_CI_STORE, when set (.ci/run sets them), say where the recipe publishes and which store
+it appends to; otherwise both live in the test's temporary directory."""
+
+import csv
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-BASELINE = Path(__file__).resolve().parents[1] / "results" / "baselines" / "compare-quick.json"
+ROOT = Path(__file__).resolve().parents[1]
+BASELINE = ROOT / "results" / "baselines" / "compare-quick.json"
+RECIPE = ROOT / "examples" / "ci" / "regression.sh"
 
 
 def cli(*args):
@@ -16,13 +26,17 @@ def cli(*args):
 
 
 @pytest.mark.slow
-def test_compare_quick_then_report_check_and_rerun(tmp_path):
-    proc = cli("compare", "--quick", "--results", str(tmp_path), "--json")
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    summary = json.loads(proc.stdout)
-    runs = [p for p in tmp_path.iterdir() if p.is_dir()]
-    assert len(runs) == 1
-    run = runs[0]
+def test_compare_quick_through_the_ci_recipe_then_report_and_rerun(tmp_path):
+    results, out = tmp_path / "results", Path(os.environ.get("EB_CI_OUT") or tmp_path / "ci-out")
+    store = Path(os.environ.get("EB_CI_STORE") or tmp_path / "ci-history" / "history.jsonl")
+    before = len(store.read_text().splitlines()) if store.is_file() else 0
+    env = {**os.environ, "ELECTRA_BENCH": f"{sys.executable} -m electra_bench.cli", "EB_RESULTS": str(results),
+           "EB_STORE": str(store), "EB_OUT": str(out), "EB_BASELINE": str(BASELINE)}
+    env.pop("EB_RUN", None)
+    proc = subprocess.run(["bash", str(RECIPE)], env=env, capture_output=True, text=True, timeout=1800, cwd=ROOT)
+    # exit 0: the quick run is within the committed baseline's tolerances (CI's regression check)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run = results / "ci-quick"
     for name in ("config.json", "provenance.json", "scores.jsonl", "summary.json"):
         assert (run / name).is_file(), name
     for objective in ("mlm", "rtd"):
@@ -34,24 +48,32 @@ def test_compare_quick_then_report_check_and_rerun(tmp_path):
     prov = json.loads((run / "provenance.json").read_text())
     assert prov["flop_convention"] == "measured" and prov["seeds"]["pretrain"] == [0, 1]
     assert set(prov["data_hashes"]) >= {"corpus_sha256", "tokenizer_sha256"} and prov["git"]
+    summary = json.loads((run / "summary.json").read_text())
     assert summary["schema_version"] == 2
     # both objectives learned at the quick budget, by their held-out diagnostics, for every seed
     for objective in ("mlm", "rtd"):
         assert [r["learned"] for r in summary["learning"][objective]["runs"]] == [True, True], \
             summary["learning"][objective]["runs"][0]["flags"]
 
+    # what the recipe published: the check, this commit appended to the store, the plot, the trend
+    assert (out / "check.txt").read_text().startswith(f"check ci-quick against {BASELINE}: OK")
+    lines = store.read_text().splitlines()
+    assert len(lines) == before + 1
+    record = json.loads(lines[-1])
+    assert record["run_id"] == "ci-quick" and record["commit"] == prov["git"]["commit"]
+    assert record["timings"]["wall_s"] > record["timings"]["pretrain_s"] > 0 and record["load"] is not None
+    assert (out / "summary.md").read_text().startswith("### electra-bench regression: PASS")
+    assert (out / "history.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and (out / "history.svg").is_file()
+    rows = list(csv.DictReader((out / "trend.csv").open()))
+    assert len(rows) == before + 1 and rows[-1]["status"] == "pass"
+    assert json.loads((out / "trend.json").read_text())["records"][-1]["failures"] == []
+
     # the same command again reuses everything: no new scores, same summary numbers
     n_scores = len((run / "scores.jsonl").read_text().splitlines())
-    again = cli("compare", "--quick", "--results", str(tmp_path), "--json")
+    again = cli("compare", "--quick", "--results", str(results), "--run-id", "ci-quick", "--json")
     assert again.returncode == 0, again.stderr[-3000:]
     assert len((run / "scores.jsonl").read_text().splitlines()) == n_scores
 
     for fmt in ("md", "csv", "latex"):
         rep = cli("report", str(run), "--format", fmt)
         assert rep.returncode == 0 and rep.stdout.strip(), rep.stderr
-
-    # CI's regression check against the committed baseline of the quick run
-    if not BASELINE.is_file():
-        pytest.skip("no committed baseline yet")
-    chk = cli("check", str(run), "--baseline", str(BASELINE))
-    assert chk.returncode == 0, chk.stdout + chk.stderr

@@ -12,7 +12,7 @@ import pytest
 from matplotlib.ticker import LogFormatterSciNotation
 
 from electra_bench.atomic_io import append_jsonl
-from electra_bench.reporting import plots, regression, results, summary
+from electra_bench.reporting import history_plot, history_trend, plots, results, summary
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 FIXTURE_RUN = Path(__file__).parent / "fixtures" / "runs" / "compare-tiny-quick-dcf2017d"
@@ -99,13 +99,17 @@ def test_plot_without_pretrain_logs_or_init(tmp_path):
     assert_valid(paths)
 
 
-def test_history_plot(tmp_path):
+def test_history_plot_of_run_directories(tmp_path):
+    """`history plot RUN RUN`: runs recorded on the fly, in the order given (tests/test_history_plot.py
+    tests the figure itself)."""
     runs = []
     for i, stamp in enumerate(("2026-01-01T00:00:00+00:00", "2026-01-02T00:00:00+00:00")):
         run = make_run(tmp_path, f"r{i}")
-        run.write_provenance({"created_utc": stamp})
+        run.write_provenance({"created_utc": stamp, "git": {"commit": f"commit{i}", "dirty": False}})
         runs.append(run)
-    paths = regression.history(runs, tmp_path / "hist")
+    records, baseline, _ = history_trend.gather(None, [str(r.path) for r in runs])
+    assert [r["commit"] for r in records] == ["commit0", "commit1"] and baseline is None
+    paths = history_plot.plot_history(history_trend.judge(records, None), tmp_path / "hist")
     assert [p.name for p in paths] == ["history.png", "history.svg"]
     assert_valid(paths)
 

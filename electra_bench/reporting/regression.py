@@ -1,4 +1,5 @@
-"""The CI regression check: a run's final scores against a committed baseline, and their history.
+"""The CI regression check: a run's final scores against a committed baseline (their history over
+commits: history_store.py, history_trend.py, history_plot.py).
 
 Baseline file (JSON, made by `make_baseline` / `write_baseline`):
 ```
@@ -44,7 +45,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from .. import atomic_io
 from ..errors import BenchError, at
@@ -193,9 +194,9 @@ def make_baseline(run: RunDir | Mapping[str, Any], *, protocol: str | None = Non
     baseline's default tolerance."""
     if isinstance(tol, Mapping):
         for key in tol:
-            _tolerance(tol, key)
+            tolerance(tol, key)
     else:
-        _tolerance(tol, "*")
+        tolerance(tol, "*")
     summary = dict(run) if isinstance(run, Mapping) else summary_mod.load_or_build(run, task_specs, convention)
     protocol = protocol or summary["main_protocol"]
     metrics, info = final_metrics(summary, protocol)
@@ -245,7 +246,8 @@ def load_baseline(path: str | Path) -> dict:
     return data
 
 
-def _tolerance(tol: float | Mapping[str, float], key: str) -> float:
+def tolerance(tol: float | Mapping[str, float], key: str) -> float:
+    """The tolerance of metric `key` under `tol` (one number, or {key or fnmatch pattern: tol, "default": tol})."""
     if isinstance(tol, Mapping):
         if key in tol:
             value = tol[key]
@@ -342,7 +344,7 @@ def check(run: RunDir | Mapping[str, Any], baseline_path: str | Path, tol: float
     if tol is None:
         tol = baseline.get("tol", DEFAULT_TOL)
     if not isinstance(tol, Mapping):
-        _tolerance(tol, "*")  # reject a bad global tolerance up front
+        tolerance(tol, "*")  # reject a bad global tolerance up front
     summary = dict(run) if isinstance(run, Mapping) else summary_mod.load_or_build(run, task_specs, convention)
     protocol = baseline.get("protocol") or summary["main_protocol"]
     run_id = str(summary.get("run_id"))
@@ -366,66 +368,28 @@ def check(run: RunDir | Mapping[str, Any], baseline_path: str | Path, tol: float
             warnings.append(f"not compared (recorded on one side only): {', '.join(unknown)}")
     new_metrics, info = final_metrics(summary, protocol)
     result = CheckResult(run_id=run_id, baseline=str(baseline_path), info=info, warnings=warnings,
-                         config_differences=differences)
-    for key in sorted(baseline["metrics"]):
-        old = float(baseline["metrics"][key])
-        t = _tolerance(tol, key)
-        if key not in new_metrics:
-            result.checks.append(MetricCheck(key, old, None, None, t, "missing"))
-            continue
-        new = float(new_metrics[key])
-        delta = new - old
-        status = "regressed" if delta < -t else "improved" if delta > t else "ok"
-        result.checks.append(MetricCheck(key, old, new, delta, t, status))
-    for key in sorted(set(new_metrics) - set(baseline["metrics"])):
-        result.checks.append(MetricCheck(key, None, float(new_metrics[key]), None, None, "new"))
+                         config_differences=differences,
+                         checks=compare_metrics(new_metrics, baseline["metrics"], tol))
     result.info["baseline_info"] = baseline.get("info", {})
     return result
 
 
-def _start_time(run: RunDir) -> _dt.datetime:
-    prov = run.provenance()
-    stamp = prov.get("created_utc") if isinstance(prov, dict) else None
-    if isinstance(stamp, str):
-        try:
-            t = _dt.datetime.fromisoformat(stamp)
-            return t if t.tzinfo else t.replace(tzinfo=_dt.timezone.utc)
-        except ValueError:
-            pass
-    # no provenance: the config's modification time is when the run was created
-    return _dt.datetime.fromtimestamp((run.path / "config.json").stat().st_mtime, tz=_dt.timezone.utc)
-
-
-def history(runs: Sequence[RunDir], out_dir: str | Path, *, task_specs=None, convention: str | None = None,
-            formats: Sequence[str] = ("png", "svg")) -> list[Path]:
-    """Final scores per objective across stored runs (x: run start time from provenance), for CI."""
-    from . import plots  # matplotlib takes ~1 s to import; only the history plot needs it
-
-    if not runs:
-        raise BenchError("no runs for the history plot")
-    series: dict[str, list[tuple[_dt.datetime, float, str]]] = {}
-    suites = set()
-    conventions = set()
-    for run in runs:
-        summary = summary_mod.load_or_build(run, task_specs, convention)
-        suites.add(summary["suite"]["name"])
-        conventions.add(summary["flop_convention"])
-        metrics, _ = final_metrics(summary)
-        when = _start_time(run)
-        for obj in ("rtd", "mlm", "init"):
-            if f"{obj}/score" in metrics:
-                series.setdefault(obj, []).append((when, metrics[f"{obj}/score"], run.run_id))
-    fig, axes = plots.new_figure(size=(8.0, 4.5))
-    ax = axes[0][0]
-    for obj, pts in series.items():
-        pts.sort()
-        label = summary_mod.LABELS[obj] + (" final checkpoint" if obj != "init" else " encoder")
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", color=plots.COLORS[obj], label=label,
-                linestyle="--" if obj == "init" else "-")
-    ax.set_title(f"Final scores across runs ({', '.join(sorted(suites))}; one point per run)", fontsize=9)
-    ax.set_xlabel("run start time (UTC, from provenance)")
-    ax.set_ylabel("aggregate score, 0-100 (median over seeds)")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.autofmt_xdate()
-    return plots.save(fig, Path(out_dir), "history", formats)
+def compare_metrics(new_metrics: Mapping[str, float], baseline_metrics: Mapping[str, float],
+                    tol: float | Mapping[str, float]) -> list[MetricCheck]:
+    """The per-metric rule of `check` (module docstring), on bare metric dicts: the history trend
+    (reporting/history_trend.py) judges every stored commit with it, so a point drawn outside the
+    band is exactly what `check` fails."""
+    checks = []
+    for key in sorted(baseline_metrics):
+        old = float(baseline_metrics[key])
+        t = tolerance(tol, key)
+        if key not in new_metrics:
+            checks.append(MetricCheck(key, old, None, None, t, "missing"))
+            continue
+        new = float(new_metrics[key])
+        delta = new - old
+        status = "regressed" if delta < -t else "improved" if delta > t else "ok"
+        checks.append(MetricCheck(key, old, new, delta, t, status))
+    for key in sorted(set(new_metrics) - set(baseline_metrics)):
+        checks.append(MetricCheck(key, None, float(new_metrics[key]), None, None, "new"))
+    return checks
