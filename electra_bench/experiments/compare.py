@@ -97,7 +97,9 @@ def sized_tasks(spec: CompareSpec) -> tuple[list, str | None]:
 def graph_report(spec: CompareSpec, jobs: list, n_devices: int | None) -> dict:
     """sizing.table over `jobs` plus the parent's own steps (prepare first, summarise last) and where it
     would run."""
-    n = n_devices or len(slots(spec)[1])
+    if n_devices is None:  # planning for a machine this is not: --devices N needs no N visible GPUs here
+        n_devices = int(spec.devices) if spec.devices and spec.devices.isdigit() else len(slots(spec)[1])
+    n = n_devices
     out = sizing.table(jobs, n)
     out["jobs"] = ([{"id": "prepare", "kind": "prepare", "devices": 0, "deps": [], "flops": 0.0, "device_hours": 0.0}]
                    + out["jobs"] + [{"id": "summarise", "kind": "summarise", "devices": 0, "deps": ["every job"],
