@@ -7,6 +7,7 @@ disk, so a worker reads it back), so a job is a plain picklable call that any en
 
 from __future__ import annotations
 
+import functools
 import os
 import pickle
 import signal
@@ -92,6 +93,13 @@ def ddp_pretrain_job(spec: CompareSpec, objective: str, seed: int, out_dir: str,
     return objective, seed, time.perf_counter() - t
 
 
+@functools.lru_cache(maxsize=4)
+def tasks_of(source: str | None, names: tuple[str, ...] | None) -> dict:
+    """The run's tasks by name, read once per worker process: a worker runs many scoring jobs (one per
+    checkpoint), and reading the suite takes about a second each time."""
+    return {t.spec.name: t for t in load_tasks(source, list(names) if names else None)}
+
+
 def score_job(spec: CompareSpec, label: str, pretrain_seed: int, points: list[tuple], todo: dict) -> list[dict]:
     """Score encoders on the tasks still missing; returns score rows labelled `label` (an objective, or
     "init" for the untrained encoder of this pre-training seed).
@@ -101,7 +109,7 @@ def score_job(spec: CompareSpec, label: str, pretrain_seed: int, points: list[tu
     more scoring job."""
     with thread_limits(spec.threads):
         data, p, _, _ = prepare(spec)
-        tasks = {t.spec.name: t for t in load_tasks(spec.source, list(spec.tasks) if spec.tasks else None)}
+        tasks = tasks_of(spec.source, spec.tasks)
         recipe = recipe_for({"finetune_lr": p.finetune_lr, "layerwise_lr_decay": p.layerwise_lr_decay,
                              "seq_len": p.seq_len}, spec.protocol, probe_pool=spec.probe_pool,
                             probe_examples=spec.probe_examples, max_eval_examples=spec.max_eval_examples)
