@@ -116,3 +116,23 @@ def test_the_simulated_wall_time_follows_devices_and_dependencies():
     report = sizing.table(jobs, 2)
     assert report["device_hours"] == pytest.approx(6) and report["by_kind"]["score"]["jobs"] == 2
     assert "wall on 2 device(s): 3 h" in sizing.render(report)
+
+
+def test_submitit_local_engine_pins_reports_and_retries(tmp_path, monkeypatch):
+    """The cluster engine on submitit's local executor: each job its own process with its slot's GPU id in
+    CUDA_VISIBLE_DEVICES (set by submitit before Python starts), a job's BenchError back as one line, and a
+    job whose process was killed submitted again."""
+    pytest.importorskip("submitit")
+    from electra_bench.experiments.cluster import ClusterEngine
+
+    here = os.path.dirname(os.path.abspath(__file__))  # a job process imports job_helpers from here
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([here] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    seen = []
+    engine = ClusterEngine("submitit-local", ["3", "5"], tmp_path / "cluster", gpus=True, threads=1)
+    run_graph([Job(f"j{i}", "score", (_slot_after, 0.5), on_result=seen.append) for i in range(2)]
+              + [Job("victim", "pretrain", (_die_once, str(tmp_path / "died")), on_result=seen.append)], engine)
+    slots = sorted(s["cuda_visible_devices"] for s in seen if isinstance(s, dict))
+    assert slots == ["3", "5"] and "survived" in seen
+    with pytest.raises(BenchError, match="job bad failed: disk on fire"):
+        run_graph([Job("bad", "pretrain", (_fail, "disk on fire"))],
+                  ClusterEngine("submitit-local", ["cpu0"], tmp_path / "cluster2", gpus=False, threads=1))

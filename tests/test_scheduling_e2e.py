@@ -87,3 +87,20 @@ def test_submitit_local_engine_matches_the_inline_run(reference, tmp_path):
     run_compare(spec, root, None, quiet=True)
     assert final_files(root / spec.run_id()) == expected
     assert list((root / spec.run_id() / "cluster").iterdir())  # submitit's job folders live with the run
+
+
+@pytest.mark.slow
+def test_a_pretraining_job_over_two_slots_is_one_ddp_run(tmp_path, word_corpus):
+    """--gpus-per-run 2 on CPU slots: the job holds both workers' slots and runs torchrun with 2 ranks (gloo)."""
+    from electra_bench.experiments.jobs import Job, PoolEngine, run_graph
+    from electra_bench.experiments.work import ddp_pretrain_job, prepare
+
+    spec = dataclasses.replace(_micro_spec(word_corpus, steps=8), device="cpu")
+    prepare(spec)  # the data cache, once, before two ranks read it
+    out = tmp_path / "ddp"
+    seen = []
+    run_graph([Job("pretrain/mlm/seed-0", "pretrain", (ddp_pretrain_job, spec, "mlm", 0, str(out), True, 2),
+                   devices=2, on_result=seen.append)], PoolEngine("cpu", ["cpu0", "cpu1"]))
+    done = json.loads((out / "done.json").read_text())
+    assert done["world_size"] == 2 and seen[0][:2] == ("mlm", 0)
+    assert (out / "checkpoints" / "frac-1.0000" / "model.safetensors").is_file()

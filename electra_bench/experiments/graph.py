@@ -183,7 +183,8 @@ def slots(spec: CompareSpec) -> tuple[str, list[str]]:
 def engine_for(spec: CompareSpec, folder: Path):
     kind, found = slots(spec)
     if spec.engine != "local":
-        return ClusterEngine(spec.engine, found, folder, gpus=kind in ("cuda", "cluster"), threads=spec.threads)
+        gpus = kind == "cuda" or (kind == "cluster" and spec.device != "cpu")  # slurm: GPU jobs unless --device cpu
+        return ClusterEngine(spec.engine, found, folder, gpus=gpus, threads=spec.threads)
     if kind == "cpu" and len(found) == 1:
         return InlineEngine()
     return PoolEngine(kind, found)
