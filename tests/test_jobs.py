@@ -136,3 +136,13 @@ def test_submitit_local_engine_pins_reports_and_retries(tmp_path, monkeypatch):
     with pytest.raises(BenchError, match="job bad failed: disk on fire"):
         run_graph([Job("bad", "pretrain", (_fail, "disk on fire"))],
                   ClusterEngine("submitit-local", ["cpu0"], tmp_path / "cluster2", gpus=False, threads=1))
+
+
+def test_independent_calls_run_on_the_specs_engine(tmp_path):
+    from electra_bench.experiments.graph import run_calls
+    from electra_bench.experiments.spec import CompareSpec
+
+    got = []
+    result = run_calls(CompareSpec(preset="tiny", budget="1e12", device="cpu", jobs=2),
+                       {"ref/a": (_slot_after, 0.0), "ref/b": (_slot_after, 0.0)}, got.append, tmp_path)
+    assert sorted(result.ran) == ["ref/a", "ref/b"] and sorted(g["slot"] for g in got) == ["cpu0", "cpu1"]

@@ -220,3 +220,11 @@ def run_experiments(spec: CompareSpec, parts: list[tuple[Experiment, dict]], fol
         exp.timings["pretrain_s"] = pre_end
         exp.timings["evaluate_s"] = wall - pre_end
     return result
+
+
+def run_calls(spec: CompareSpec, calls: dict[str, tuple], on_result, folder: Path) -> GraphResult:
+    """Independent calls {job id: (fn, *args)} as jobs without dependencies on the spec's engine, each
+    result passed to `on_result` here as it comes: for work outside a run's own graph (scoring external
+    encoders with a run's suite, say)."""
+    jobs = [Job(id=job_id, kind="score", call=call, on_result=on_result) for job_id, call in calls.items()]
+    return run_graph(jobs, engine_for(spec, folder))
