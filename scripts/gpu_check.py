@@ -428,7 +428,7 @@ class UtilisationSampler:
 
 def compare_graph(cfg: Config, python: str, out_dir: Path, step: Step, cap: float, gpu_count: int) -> dict:
     """A tiny compare through the job graph on every visible GPU (on CPU: 2 single-thread workers)."""
-    runs = max(2, gpu_count)  # pre-training seeds: one run per GPU and objective at least
+    runs = max(1, gpu_count) if cfg.device == "cuda" else 1  # pre-training seeds: a run per GPU and objective
     root = out_dir / "runs" / "graph"
     shutil.rmtree(root, ignore_errors=True)  # a previous check's run would be reused, not measured
     budget = plan_budget("tiny", "rtd", cfg.graph_shape, cfg.graph_steps)

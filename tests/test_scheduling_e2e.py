@@ -37,7 +37,7 @@ def final_files(run: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory, word_corpus):
-    spec = _micro_spec(word_corpus, steps=160)
+    spec = _micro_spec(word_corpus, steps=96)
     root = tmp_path_factory.mktemp("inline") / "results"
     run_compare(spec, root, None, quiet=True)
     return spec, final_files(root / spec.run_id())
