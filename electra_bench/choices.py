@@ -19,6 +19,7 @@ EMBEDDING_SHARING = ("shared", "gdes", "untied")
 FLOP_CONVENTIONS = ("measured", "paper")  # flops/: fvcore on our modules, or the paper's formula
 PROTOCOLS = ("finetune", "probe", "fewshot")  # evaluation/finetune.py
 PRECISIONS = ("auto", "fp32", "bf16")  # training: auto = bf16 autocast on CUDA, fp32 on CPU
+ENGINES = ("local", "submitit-local", "slurm")  # where a job graph runs: experiments/graph.py, docs/scheduling.md
 
 
 def require(kind: str, value: str, allowed: Sequence[str]) -> str:

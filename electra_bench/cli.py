@@ -19,7 +19,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from .choices import ALL_OBJECTIVES, EMBEDDING_SHARING, FLOP_CONVENTIONS, PRECISIONS, PROTOCOLS
+from .choices import ALL_OBJECTIVES, EMBEDDING_SHARING, ENGINES, FLOP_CONVENTIONS, PRECISIONS, PROTOCOLS
 from .errors import BenchError, Terminated
 from .reporting.text_formats import FORMATS
 from .training import termination
@@ -267,6 +267,19 @@ def experiment_options(fn):
         click.option("--jobs", type=POSITIVE_INT, default=None,
                      help="Worker processes (default: one per core, at most one per run)."),
         click.option("--threads", type=POSITIVE_INT, default=None, help="Threads per worker (default: cores / jobs)."),
+        click.option("--devices", default=None,
+                     help="Devices of the job graph, one pinned worker each: auto (every visible GPU; on a CPU "
+                          "--jobs workers), cpu, N (the first N GPUs) or GPU ids like 0,2; with --engine slurm, "
+                          "GPUs in flight (default 8)."),
+        click.option("--gpus-per-run", type=POSITIVE_INT, default=None,
+                     help="GPUs of one pre-training run (torchrun DDP); the other devices score meanwhile."),
+        click.option("--engine", type=click.Choice(ENGINES), default="local", show_default=True,
+                     help="Where jobs run: local worker processes, submitit-local (each job a submitit process) "
+                          "or slurm (cluster jobs over a shared file system; pip install 'electra-bench[cluster]'; "
+                          "docs/scheduling.md)."),
+        click.option("--dry-run", is_flag=True,
+                     help="Print the job graph (jobs, FLOPs, device-hours at a stated MFU, wall time on the "
+                          "devices) and run nothing."),
         click.option("--quiet", is_flag=True, help="No progress output."),
         LONG_SCHEDULE_OPTION,
         click.option("--json", "as_json", is_flag=True, help="Machine-readable output (stable snake_case keys)."),
@@ -410,21 +423,32 @@ def export(source, out_dir, objective, seed, fraction, overwrite, as_json):
 @experiment_options
 @override_options
 def compare(preset, budget, quick, long_mode, references, convention, corpus, source, tasks, seeds, pretrain_seeds,
-            protocol, root, run_id, device, jobs, threads, quiet, allow_long_schedule, as_json, overrides):
+            protocol, root, run_id, device, jobs, threads, devices, gpus_per_run, engine, dry_run, quiet,
+            allow_long_schedule, as_json, overrides):
     """Pre-train MLM and RTD to the same budget, score every checkpoint, report the curves."""
     from .experiments import references as refs_mod
-    from .experiments.compare import CompareSpec, run_compare
+    from .experiments.compare import CompareSpec, plan_only, run_compare
     from .reporting.references import parse_all
 
     spec = CompareSpec.resolve(preset=preset, budget=budget, quick=quick, convention=convention, corpus=corpus,
                                source=source, tasks=tasks.split(",") if tasks else None, seeds=seeds,
                                protocol=protocol, device=device, pretrain_seeds=pretrain_seeds, jobs=jobs,
-                               threads=threads, overrides=overrides, long=long_mode,
-                               allow_long_schedule=allow_long_schedule)
+                               threads=threads, overrides=overrides, long=long_mode, devices=devices,
+                               gpus_per_run=gpus_per_run, engine=engine, allow_long_schedule=allow_long_schedule)
     refs = parse_all(references)
+    if dry_run:
+        return _show_graph(plan_only(spec, root, run_id or spec.run_id()), as_json)
     summary, rendered = run_compare(spec, root, run_id, quiet=quiet or as_json, width=out.width,
                                     score_more=refs_mod.phase(refs) if refs else None)
     _emit_json(summary) if as_json else click.echo(rendered, nl=False)
+
+
+def _show_graph(plan: dict, as_json: bool) -> None:
+    """--dry-run's output: the job graph and its sizing (experiments/sizing.py)."""
+    from .experiments.sizing import render
+
+    _note(plan.pop("note", None))
+    _emit_json(plan) if as_json else out.print(render(plan), highlight=False, soft_wrap=True)
 
 
 @main.command()
@@ -436,15 +460,19 @@ def compare(preset, budget, quick, long_mode, references, convention, corpus, so
 @experiment_options
 @override_options
 def ablate(preset, budget, objectives, quick, convention, corpus, source, tasks, seeds, pretrain_seeds, protocol, root,
-           run_id, device, jobs, threads, quiet, allow_long_schedule, as_json, overrides):
+           run_id, device, jobs, threads, devices, gpus_per_run, engine, dry_run, quiet, allow_long_schedule, as_json,
+           overrides):
     """The paper's efficiency analysis (Table 5): every objective to one budget, final checkpoints scored."""
-    from .experiments.ablate import resolve_spec, run_ablate
+    from .experiments.ablate import plan_ablate, resolve_spec, run_ablate
 
     spec = resolve_spec(objectives=[o.strip() for o in objectives.split(",") if o.strip()] if objectives else None,
                         preset=preset, budget=budget, quick=quick, convention=convention, corpus=corpus,
                         source=source, tasks=tasks.split(",") if tasks else None, seeds=seeds, protocol=protocol,
                         device=device, pretrain_seeds=pretrain_seeds, jobs=jobs, threads=threads,
-                        overrides=overrides, allow_long_schedule=allow_long_schedule)
+                        overrides=overrides, devices=devices, gpus_per_run=gpus_per_run, engine=engine,
+                        allow_long_schedule=allow_long_schedule)
+    if dry_run:
+        return _show_graph(plan_ablate(spec, root, run_id), as_json)
     result, rendered = run_ablate(spec, root, run_id, quiet=quiet or as_json)
     _emit_json(result) if as_json else click.echo(rendered)
 
@@ -460,16 +488,20 @@ def ablate(preset, budget, objectives, quick, convention, corpus, source, tasks,
 @experiment_options
 @override_options
 def sweep(preset, budget, generator_sizes, quick, convention, corpus, source, tasks, seeds, pretrain_seeds, protocol,
-          root, run_id, device, jobs, threads, quiet, allow_long_schedule, as_json, overrides):
+          root, run_id, device, jobs, threads, devices, gpus_per_run, engine, dry_run, quiet, allow_long_schedule,
+          as_json, overrides):
     """The paper's generator-size sweep (Figure 3): ELECTRA at each generator size and BERT, all to one
     budget; every checkpoint scored; score vs generator size and vs FLOPs."""
-    from .experiments.sweep import resolve_spec, run_sweep
+    from .experiments.sweep import plan_sweep, resolve_spec, run_sweep
 
     spec = resolve_spec(generator_sizes=generator_sizes, preset=preset, budget=budget, quick=quick,
                         convention=convention, corpus=corpus, source=source,
                         tasks=tasks.split(",") if tasks else None, seeds=seeds, protocol=protocol, device=device,
                         pretrain_seeds=pretrain_seeds, jobs=jobs, threads=threads, overrides=overrides,
+                        devices=devices, gpus_per_run=gpus_per_run, engine=engine,
                         allow_long_schedule=allow_long_schedule)
+    if dry_run:
+        return _show_graph(plan_sweep(spec, root, run_id), as_json)
     result, rendered = run_sweep(spec, root, run_id, quiet=quiet or as_json, width=out.width)
     _emit_json(result) if as_json else click.echo(rendered, nl=False)
 

@@ -17,6 +17,10 @@ fails or runs over is recorded as such and the check goes on; the exit status is
                per-step loss over the first 20 steps, against a tolerance (2%).
   distributed  with >= 2 GPUs: `torchrun --nproc_per_node 2 -m electra_bench.cli pretrain` (NCCL); it must
                finish with world size 2 and a finite loss. With 1 GPU: "skipped: 1 GPU".
+  compare graph  a tiny `electra-bench compare` across every visible GPU (`--devices auto`: one pinned
+               worker per GPU, one pre-training seed per GPU, then probe scoring) while nvidia-smi samples
+               each GPU's utilisation every 250 ms: the jobs, the devices the run used and the utilisation
+               it saw per GPU (mean and max). It fails if a visible GPU was never busy.
 
 --dry-run runs the same code on CPU: preset tiny at batch 8 x length 32, a few steps, bf16 autocast as on the
 GPU (emulated, so slow, on a CPU without AVX512-BF16/AMX: affordable only at these shapes and with a 256-wide
@@ -38,13 +42,15 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "benchmarks" / "bench_train.py"
-TOTAL_BUDGET_S = 600.0  # 10 minutes: the inductor compiles alone took over 170 s on the first H200 run
+TOTAL_BUDGET_S = 720.0  # 12 minutes: the inductor compiles alone took over 170 s on the first H200 run, and
+# the compare graph (issue 24) takes up to 2
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,8 @@ class Config:
     parity_compare: int  # the first steps whose losses are compared
     tolerance: float  # max relative loss difference, low precision vs fp32
     ddp_steps: int
+    graph_shape: tuple[int | None, int | None]  # the compare graph's pre-training shape
+    graph_steps: int  # steps of each of its pre-training runs
     caps: dict[str, float]  # section -> seconds
     budget_s: float = TOTAL_BUDGET_S  # the whole check
 
@@ -78,12 +86,12 @@ def gpu_config() -> Config:
         bench_steps=None, bench_repeats=3, bench_warmup=3, peak_n=8192, compile_backend="inductor",
         # 80 steps: the first 20 are compared; the first H200 run (2026-12-04) spent 83 s on two 200-step runs
         parity_preset="small", parity_shape=(None, None), parity_steps=80, parity_compare=20, tolerance=0.02,
-        ddp_steps=50,
+        ddp_steps=50, graph_shape=(None, None), graph_steps=400,
         # ordered as run; compile last, so that a compile running over its cap costs only its own rows. On the
         # first H200 run the inductor compiles of small and base each ran past 80-90 s caps: 150 s each now
         caps={"environment": 30, "bench eager small": 45, "bench eager base": 60, "parity": 120,
-              "distributed": 45, "bench compiled small": 150, "bench compiled base": 150},
-        budget_s=600,
+              "distributed": 45, "compare graph": 120, "bench compiled small": 150, "bench compiled base": 150},
+        budget_s=720,
     )
 
 
@@ -92,10 +100,10 @@ def dry_config() -> Config:
         dry_run=True, device="cpu", precision="bf16", bench_presets=("tiny",),
         bench_shapes={"tiny": (8, 32)}, bench_steps=2, bench_repeats=1, bench_warmup=1, peak_n=256,
         compile_backend="aot_eager", parity_preset="tiny", parity_shape=(8, 32), parity_steps=8, parity_compare=4,
-        tolerance=0.02, ddp_steps=4,
-        caps={"environment": 60, "bench eager tiny": 120, "parity": 240, "distributed": 120,
+        tolerance=0.02, ddp_steps=4, graph_shape=(8, 32), graph_steps=8,
+        caps={"environment": 60, "bench eager tiny": 120, "parity": 240, "distributed": 120, "compare graph": 240,
               "bench compiled tiny": 180},
-        budget_s=600,  # a shared 2-core CI machine; about a minute when idle
+        budget_s=840,  # a shared 2-core CI machine; about two minutes when idle
     )
 
 
@@ -392,6 +400,68 @@ def distributed(cfg: Config, python: str, out_dir: Path, step: Step, cap: float,
     return res
 
 
+# ------------------------------------------------------------------------------------------- compare graph
+
+
+class UtilisationSampler:
+    """nvidia-smi's utilisation of every GPU, sampled in the background while a command runs."""
+
+    def __init__(self, period_ms: int = 250):
+        self.samples: dict[str, list[float]] = {}
+        self.proc = None
+        if shutil.which("nvidia-smi"):
+            self.proc = subprocess.Popen(["nvidia-smi", "--query-gpu=index,utilization.gpu",
+                                          "--format=csv,noheader,nounits", f"-lms={period_ms}"],
+                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            self.thread = threading.Thread(target=self._read, daemon=True)
+            self.thread.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            parts = [p.strip() for p in line.split(",")]
+            if len(parts) == 2 and parts[1].replace(".", "", 1).isdigit():
+                self.samples.setdefault(parts[0], []).append(float(parts[1]))
+
+    def stop(self) -> dict[str, dict[str, float]]:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+            self.thread.join(timeout=5)
+        return {gpu: {"mean": sum(v) / len(v), "max": max(v), "samples": len(v)} for gpu, v in self.samples.items()}
+
+
+def compare_graph(cfg: Config, python: str, out_dir: Path, step: Step, cap: float, gpu_count: int) -> dict:
+    """A tiny compare through the job graph on every visible GPU (on CPU: 2 single-thread workers)."""
+    runs = max(1, gpu_count) if cfg.device == "cuda" else 1  # pre-training seeds: a run per GPU and objective
+    root = out_dir / "runs" / "graph"
+    shutil.rmtree(root, ignore_errors=True)  # a previous check's run would be reused, not measured
+    budget = plan_budget("tiny", "rtd", cfg.graph_shape, cfg.graph_steps)
+    cmd = [python, "-m", "electra_bench", "compare", "--preset", "tiny", "--budget", budget, "--tasks", "rt-polarity",
+           "--seeds", "1", "--pretrain-seeds", str(runs), "--protocol", "probe", "--results", str(root), "--quiet",
+           "--json"]
+    cmd += ["--batch-size", str(cfg.graph_shape[0])] if cfg.graph_shape[0] else []
+    cmd += ["--seq-len", str(cfg.graph_shape[1])] if cfg.graph_shape[1] else []
+    cmd += ["--device", "cpu", "--jobs", "2"] if cfg.dry_run else ["--devices", "auto"]
+    sampler = UtilisationSampler() if cfg.device == "cuda" else None
+    t = time.monotonic()
+    proc = run_cmd(cmd, step, cap)
+    wall = time.monotonic() - t
+    util = sampler.stop() if sampler is not None else {}
+    if proc is None:
+        return {"status": step.status, "utilisation": util}
+    summary = json.loads(proc.stdout)
+    run = next(p for p in root.iterdir() if p.is_dir())
+    history = [json.loads(line) for line in (run / "history.jsonl").read_text().splitlines()]
+    scores = (run / "scores.jsonl").read_text().splitlines()
+    busy = sorted(g for g, u in util.items() if u["max"] > 0)
+    res = {"status": "ok", "wall_s": wall, "pretrain_runs": 2 * runs, "scores": len(scores),
+           "parallelism": history[-1].get("parallelism"), "gpus_visible": gpu_count, "gpus_busy": busy,
+           "utilisation": util, "timings": summary.get("timings", {})}
+    if cfg.device == "cuda" and len(busy) < gpu_count:
+        step.status = res["status"] = f"failed: {len(busy)} of {gpu_count} GPUs were ever busy ({', '.join(busy)})"
+    return res
+
+
 # --------------------------------------------------------------------------------------------- report
 
 
@@ -403,6 +473,12 @@ def _rate(x) -> str:
     if not finite(x):
         return "-"
     return f"{x / 1e12:,.1f} TFLOP/s" if x >= 1e12 else f"{x / 1e9:,.2f} GFLOP/s"
+
+
+def _utilisation(util: dict) -> str:
+    if not util:
+        return "n/a (CPU)"
+    return "; ".join(f"GPU {gpu}: {u['mean']:.0f}% / {u['max']:.0f}%" for gpu, u in sorted(util.items()))
 
 
 def markdown(result: dict) -> str:
@@ -434,6 +510,15 @@ def markdown(result: dict) -> str:
               "| tokens/s |", "|---|---|---|---|---|---|",
               f"| {d.get('status')} | {d.get('backend', '-')} | {d.get('world_size') or '-'} | {d.get('steps', '-')} "
               f"| {_f(d.get('final_loss'), '.3f')} | {_f(d.get('tokens_per_s'))} |",
+              ""]
+    g = result.get("compare_graph", {})
+    util = g.get("utilisation") or {}
+    lines += ["## Compare graph (one pinned worker per device)", "",
+              "| status | wall | pre-training runs | scores | parallelism | GPU utilisation (mean / max) |",
+              "|---|---|---|---|---|---|",
+              f"| {g.get('status')} | {_f(g.get('wall_s'), '.0f', 1, ' s')} | {g.get('pretrain_runs', '-')} "
+              f"| {g.get('scores', '-')} | {json.dumps(g.get('parallelism')) if g.get('parallelism') else '-'} "
+              f"| {_utilisation(util)} |",
               "", "## Steps (wall time against each step's cap)", "", "| step | status | wall | cap |", "|---|---|---|---|"]
     for s in result["steps"]:
         lines.append(f"| {s['name']} | {s['status']} | {s['wall_s']:.1f} s | {s['cap_s']:.0f} s |")
@@ -469,7 +554,8 @@ def main(argv: list[str] | None = None) -> int:
     s, _ = new_step("environment")
     env = timed(s, environment, cfg) or {}
     if cfg.device == "cuda" and not env:  # no GPU: nothing else can run; say so and stop
-        result = {"environment": {}, "bench": [], "parity": [], "distributed": {"status": "not run"}}
+        result = {"environment": {}, "bench": [], "parity": [], "distributed": {"status": "not run"},
+                  "compare_graph": {"status": "not run"}}
     else:
         peak = env.get("peak_flops")
         rows: list[dict] = []
@@ -481,10 +567,13 @@ def main(argv: list[str] | None = None) -> int:
         s, cap = new_step("distributed")
         dist = timed(s, distributed, cfg, args.python, out_dir, s, cap, env.get("gpu_count", 0), peak) or {
             "status": s.status}
+        s, cap = new_step("compare graph")
+        graph = timed(s, compare_graph, cfg, args.python, out_dir, s, cap, env.get("gpu_count", 0)) or {
+            "status": s.status}
         for p in cfg.bench_presets:
             s, cap = new_step(f"bench compiled {p}")
             rows += timed(s, bench, cfg, args.python, out_dir, p, True, s, cap, peak) or []
-        result = {"environment": env, "bench": rows, "parity": par, "distributed": dist}
+        result = {"environment": env, "bench": rows, "parity": par, "distributed": dist, "compare_graph": graph}
 
     result = {
         "date": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),

@@ -80,7 +80,7 @@ def test_dry_run_writes_every_section(tmp_path):
         assert math.isfinite(x), where
     assert res["environment"]["peak_flops"] > 0
     assert [s["name"] for s in res["steps"]] == ["environment", "bench eager tiny", "parity", "distributed",
-                                                 "bench compiled tiny"]
+                                                 "compare graph", "bench compiled tiny"]
     assert all(s["status"] == "ok" and s["wall_s"] > 0 for s in res["steps"])
     modes = {(r["objective"], r["mode"]) for r in res["bench"]}
     assert modes == {(o, m) for o in ("mlm", "rtd") for m in ("eager", "compiled (aot_eager)")}
@@ -95,8 +95,12 @@ def test_dry_run_writes_every_section(tmp_path):
         assert r["steps"] == res["config"]["parity_steps"]
     d = res["distributed"]
     assert d["status"] == "ok" and d["world_size"] == 2 and math.isfinite(d["final_loss"])
+    g = res["compare_graph"]  # through the job graph on 2 CPU workers: every run trained, every score stored
+    assert g["status"] == "ok" and g["pretrain_runs"] == 2 and g["scores"] > 0 and g["utilisation"] == {}
+    assert g["parallelism"]["jobs"] == 2
     md = (out / "gpu_check.md").read_text()
-    for heading in ("## Environment", "## bench_train", "## Loss parity", "## Distributed", "## Steps"):
+    for heading in ("## Environment", "## bench_train", "## Loss parity", "## Distributed", "## Compare graph",
+                    "## Steps"):
         assert heading in md
     assert md.count("|---|") >= 5 and "CPU DRY RUN" in md
 

@@ -50,7 +50,7 @@ def test_check_fails_on_shuffled_labels_and_passes_on_the_real_objective(tmp_pat
 def test_an_inline_compare_job_leaves_the_callers_threads_alone():
     """compare --jobs 1 runs its jobs in the caller's process: their thread caps must not leak (a leaked
     torch.set_num_threads(1) once made a later in-process training differ from a 2-thread subprocess)."""
-    from electra_bench.experiments.compare import _threads
+    from electra_bench.experiments.work import thread_limits as _threads
 
     before = torch.get_num_threads()
     with _threads(1):

@@ -7,8 +7,8 @@ What separates the rows is the paper's explanation of RTD's efficiency: ELECTRA 
 learning from all positions vs the masked 15%; Replace MLM vs BERT is the [MASK] mismatch between
 pre-training and fine-tuning; All-Tokens MLM closes most of the gap by predicting every token.
 
-It is compare's machinery (experiments/compare.py: `CompareSpec` with `objectives`, `experiment`,
-`pretrain_phase`, `score_phase`), scoring only each run's last checkpoint. The run lives in
+It is compare's job graph (experiments/graph.py: `CompareSpec` with `objectives`, `experiment`,
+`run_experiments`), scoring only each run's last checkpoint. The run lives in
 results/ablate-<preset>-<digest>/ (layout.RunLayout); its table is `ablation.json`, rendered as
 report.txt / report.md and drawn as plots/ablation.png (reporting/ablation.py; `electra-bench report RUN`
 renders it again in any format). compare's Table 1, curves and verdict are written for mlm vs rtd and
@@ -23,7 +23,9 @@ from .. import atomic_io
 from ..evaluation import glue_score
 from ..flops import step_flops
 from ..reporting.ablation import TABLE5, plot_ablation, render_table, table_rows, title_of
-from .compare import CompareSpec, experiment, pretrain_phase, record_invocation, score_phase
+from .compare import plan_only, record_invocation
+from .graph import experiment, run_experiments
+from .spec import CompareSpec
 
 ABLATE_DEFAULT_PRETRAIN_SEEDS = 1  # five objectives: one pre-training run each unless asked for more
 
@@ -47,8 +49,7 @@ def run_ablate(spec: CompareSpec, root: str | Path, run_id: str | None, quiet: b
     (ablation.json, report.txt / report.md) and its figure (plots/ablation.png, .svg); return the table and
     its text rendering at `width` columns."""
     with experiment(spec, root, run_id or spec.run_id("ablate"), quiet) as exp:
-        pretrain_phase(exp, quiet)
-        score_phase(exp, quiet, final_only=True)
+        run_experiments(spec, [(exp, {"final_only": True})], exp.run.layout.root / "cluster", quiet)
         work = record_invocation(exp)
         run = exp.run
         task_specs = {t.spec.name: t.spec for t in exp.tasks}
@@ -65,3 +66,8 @@ def run_ablate(spec: CompareSpec, root: str | Path, run_id: str | None, quiet: b
         atomic_io.write_text(run.layout.report_md, render_table(rows, title, "md"))
         plot_ablation(result, run.layout.plots)
     return result, rendered
+
+
+def plan_ablate(spec: CompareSpec, root: str | Path, run_id: str | None = None, n_devices: int | None = None) -> dict:
+    """--dry-run: the ablation's graph and sizing (compare.plan_only, final checkpoints only)."""
+    return plan_only(spec, root, run_id or spec.run_id("ablate"), n_devices, final_only=True)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from .. import atomic_io
 from ..data.task_sources import load_tasks
+from ..errors import BenchError
 from ..evaluation.scoring import load_scorable, recipe_for, score_encoder
 from ..model import count_parameters
 from ..presets import Overrides
@@ -17,12 +18,15 @@ from ..reporting import references
 from ..reporting.references import Reference
 from ..reporting.results import RunDir, load_compare_run, open_run
 from ..training.distributed import resolve_device
-from .compare import CompareSpec, job_threads, run_jobs, work_done, write_outputs
+from .compare import work_done, write_outputs
+from .graph import run_calls
+from .spec import CompareSpec
+from .work import thread_limits
 
 
 def _score_reference(spec: CompareSpec, ref: Reference, names: list[str]) -> list[dict]:
     """One reference on the tasks still missing (in a worker, or inline)."""
-    with job_threads(spec.threads):
+    with thread_limits(spec.threads):
         encoder, tokenizer, meta = load_scorable(ref.source)
         tasks = load_tasks(spec.source, names)
         recipe = recipe_for({"finetune_lr": meta.get("finetune_lr"), "layerwise_lr_decay": meta.get("layerwise_lr_decay"),
@@ -37,19 +41,23 @@ def _score_reference(spec: CompareSpec, ref: Reference, names: list[str]) -> lis
 def score_references(spec: CompareSpec, run: RunDir, refs: list[Reference], task_names: list[str]) -> int:
     """Score every reference on what it lacks (each one loaded first, so a bad source fails in one line
     before any worker starts); returns the number of rows stored."""
-    todo = []
+    todo = {}
     for ref in refs:
         names = references.missing_tasks(run, ref, task_names, list(range(spec.seeds)), spec.protocol)
         if names:
             load_scorable(ref.source)  # refuse an unknown or unsupported model now
-            todo.append((_score_reference, spec, ref, names))
+            todo[f"reference:{ref.label}"] = (_score_reference, spec, ref, names)
     stored = [0]
 
     def store(rows):
         references.append(run, rows)
         stored[0] += len(rows)
 
-    run_jobs(spec.jobs, todo, store)
+    if todo:
+        result = run_calls(spec, todo, store, run.layout.root / "cluster")
+        if result.failed:
+            job, why = next(iter(result.failed.items()))
+            raise BenchError(f"{job}: {why}")
     return stored[0]
 
 

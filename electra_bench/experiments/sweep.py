@@ -24,19 +24,31 @@ import dataclasses
 import hashlib
 import json
 import math
+import sys
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence
+
+import numpy as np
 
 from .. import atomic_io
+from ..choices import OBJECTIVES
+from ..data.task_sources import load_tasks
 from ..errors import BenchError
+from ..evaluation import glue_score
+from ..flops import step_flops
 from ..layout import RunLayout
+from ..reporting import provenance
+from ..reporting.ablation import aggregate_score
+from ..reporting.results import open_run
 from ..reporting.sweep import plot_sweep, render_sweep
-
-if TYPE_CHECKING:
-    from .compare import CompareSpec
+from ..training import run as runner
+from .compare import graph_report, record_invocation, sized_tasks, work_done
+from .graph import build_jobs, experiment, parallelism, run_experiments
+from .spec import CompareSpec, default_parallelism, suite_name
+from .work import prepare
 
 # The paper's Figure 3 (left): generator hidden as a fraction of the discriminator's
 PAPER_SIZES = (0.125, 0.25, 0.5, 0.75, 1.0)
@@ -90,7 +102,7 @@ class SweepSpec:
     """compare's spec for what every point shares (objectives: mlm for the reference, rtd for the
     points) and the generator sizes."""
 
-    base: "CompareSpec"
+    base: CompareSpec
     generator_sizes: tuple[float, ...] = PAPER_SIZES
 
     def to_dict(self) -> dict:
@@ -101,7 +113,7 @@ class SweepSpec:
         mode = "-quick" if self.base.quick else "-long" if self.base.long else ""
         return f"sweep-{self.base.preset}{mode}-{digest}"
 
-    def points(self) -> list[tuple[str, float | None, "CompareSpec"]]:
+    def points(self) -> list[tuple[str, float | None, CompareSpec]]:
         """(name, generator size or None, the point's compare spec): one rtd run per size, then BERT."""
         ov = {k: v for k, v in self.base.overrides if k != "generator_size"}
         out = [(point_name(g), g, dataclasses.replace(
@@ -115,9 +127,6 @@ class SweepSpec:
 def resolve_spec(*, generator_sizes=None, pretrain_seeds=None, jobs=None, threads=None, overrides=None,
                  **compare_options) -> SweepSpec:
     """Check the sizes and the overrides (before anything is created) and resolve compare's spec."""
-    from ..choices import OBJECTIVES
-    from .compare import CompareSpec, default_parallelism
-
     if overrides is not None:
         if overrides.generator_size is not None:
             raise BenchError(f"--generator-size sets one generator; a sweep takes its sizes from {SIZES_OPTION} "
@@ -158,10 +167,6 @@ def _point_scores(scores, task_specs, objective: str) -> tuple[dict | None, list
     """(the final checkpoint's score, the curve over checkpoints) of `objective` in one point's scores:
     the mean over pre-training seeds of the aggregate (band: its range over pre-training seeds, or over
     evaluation seeds with one)."""
-    import numpy as np
-
-    from ..reporting.ablation import aggregate_score
-
     rows = scores[scores["objective"] == objective]
     curve = []
     for fraction, at_f in sorted(rows.groupby("fraction"), key=lambda kv: kv[0]):
@@ -179,8 +184,6 @@ def _point_scores(scores, task_specs, objective: str) -> tuple[dict | None, list
 
 
 def flops_per_step(preset, objective: str) -> dict[str, float]:
-    from ..flops import step_flops
-
     return {c: step_flops(preset.for_objective(objective), objective, c).flops_per_step for c in ("paper", "measured")}
 
 
@@ -230,23 +233,26 @@ def sweep_rows(points: Sequence[Mapping[str, Any]], task_specs) -> list[dict]:
 
 # -- the command ---------------------------------------------------------------------------------------
 
+def _points(spec: SweepSpec, data_vocab: int, budget: float) -> list[tuple]:
+    """(name, size, the point's spec, its preset with the data's vocabulary, its plans) for every point;
+    a budget below one step of a point names that point."""
+    base, out = spec.base, []
+    for name, g, ps in spec.points():
+        if base.budget.strip().endswith("%"):  # a share of the preset's own schedule: the same FLOPs for all
+            ps = dataclasses.replace(ps, budget=repr(budget))
+        pp = runner.with_vocab(ps.resolved_preset(), data_vocab)
+        try:
+            plans = {o: runner.plan(pp, o, budget, base.convention) for o in ps.objectives}  # >= one step each
+        except BenchError as e:
+            raise BenchError(f"{'BERT' if g is None else f'generator size {g:g}'}: {e}") from None
+        out.append((name, g, ps, pp, plans))
+    return out
+
+
 def run_sweep(spec: SweepSpec, root: str | Path, run_id: str | None = None, quiet: bool = False,
               width: int | None = None) -> tuple[dict, str]:
     """Pre-train every point of `spec` to its budget (resuming what is there), score every checkpoint,
-    write and return sweep.json's table and its text rendering."""
-    import sys
-
-    from ..data.task_sources import load_tasks
-    from ..evaluation import glue_score
-    from ..reporting import provenance
-    from ..reporting.results import open_run
-    from ..training import run as runner
-    from ..training.progress import PhaseProgress
-    from .compare import (
-        PretrainMonitor, pretrain_job, suite_name, work_done, experiment, prepare, record_invocation, run_jobs,
-        score_calls,
-    )
-
+    write and return sweep.json's table and its text rendering. Every point's jobs are one graph."""
     t0 = time.perf_counter()
     base = spec.base
     run_id = run_id or spec.run_id()
@@ -258,16 +264,7 @@ def run_sweep(spec: SweepSpec, root: str | Path, run_id: str | None = None, quie
     note = runner.budget_note(p, budget, base.convention)
     if note and not quiet:
         print(note, file=sys.stderr)
-    points = []
-    for name, g, ps in spec.points():
-        if base.budget.strip().endswith("%"):  # a share of the preset's own schedule: the same FLOPs for all
-            ps = dataclasses.replace(ps, budget=repr(budget))
-        pp = runner.with_vocab(ps.resolved_preset(), data.tokenizer.vocab_size)
-        try:
-            plans = {o: runner.plan(pp, o, budget, base.convention) for o in ps.objectives}  # >= one step each
-        except BenchError as e:
-            raise BenchError(f"{'BERT' if g is None else f'generator size {g:g}'}: {e}") from None
-        points.append((name, g, ps, pp, plans))
+    points = _points(spec, data.tokenizer.vocab_size, budget)
     del data
 
     with open_run(root, run_id, spec.to_dict()) as run, ExitStack() as stack:
@@ -276,61 +273,18 @@ def run_sweep(spec: SweepSpec, root: str | Path, run_id: str | None = None, quie
             convention=base.convention, data_hashes={},
             extra={"preset": p.to_dict(), "budget_flops": budget, "generator_sizes": list(spec.generator_sizes),
                    "points": {name: f"points/{name}" for name, *_ in points}, "suite": suite_name(base, tasks),
-                   "parallelism": {"jobs": base.jobs, "threads": base.threads},
-                   "tasks": [t.spec.name for t in tasks]},
+                   "parallelism": parallelism(base), "tasks": [t.spec.name for t in tasks]},
         )
         if run.provenance() is None:
             run.write_provenance(info)
         exps = [(name, g, stack.enter_context(experiment(ps, run.layout.points, name, quiet=True)))
                 for name, g, ps, _, _ in points]
         timings = {"prepare_s": time.perf_counter() - t0}
-
-        # pre-training: every point's runs in one pool
-        t = time.perf_counter()
-        calls, owners, monitored = [], [], {}
-        for name, _, exp in exps:
-            for s in range(base.pretrain_seeds):
-                for o, plan in exp.plans.items():
-                    layout = exp.run.layout.pretrain(o, s)
-                    calls.append((pretrain_job, exp.spec, o, s, str(layout.root), quiet or base.jobs > 1))
-                    owners.append(exp)
-                    monitored[f"{name} s{s}"] = (layout.log, plan.total_steps, exp.budget)
-        monitor = PretrainMonitor(monitored, quiet or base.jobs <= 1)
-        done_pre = iter(owners)
-
-        def pretrained(r):
-            next(done_pre).timings[f"pretrain_{r[0]}_seed{r[1]}_s"] = r[2]
-
-        with monitor.phase:
-            run_jobs(base.jobs, calls, pretrained, monitor.poll)
-            monitor.poll()
-        timings["pretrain_s"] = time.perf_counter() - t
-
-        # scoring: every point's checkpoints, the untrained encoder once (with BERT)
-        t = time.perf_counter()
-        calls, owners = [], []
-        for name, _, exp in exps:
-            for c in score_calls(exp, include_init=name == BERT_POINT):
-                calls.append(c)
-                owners.append(exp)
-        scoring = PhaseProgress(quiet)
-        total = sum(len(todo[pt[0]]) for *_, pts, todo in calls for pt in pts) * base.seeds
-        scoring.add("scoring", total)
-        done_score = iter(owners)
-        progress = {"units": 0, "encoders": 0}
-        n_encoders = sum(len(c[4]) for c in calls)
-
-        def store(rows):
-            next(done_score).run.append_scores(rows)
-            progress["units"] += len({(r["objective"], r["pretrain_seed"], r["fraction"], r["task"], r["seed"])
-                                      for r in rows})
-            progress["encoders"] += len({(r["objective"], r["pretrain_seed"], r["fraction"]) for r in rows})
-            scoring.update("scoring", progress["units"], f"{progress['encoders']}/{n_encoders} encoders x "
-                                                         f"{len(tasks)} tasks x {base.seeds} seeds ({base.protocol})")
-
-        with scoring:
-            run_jobs(base.jobs, calls, store)
-        timings["evaluate_s"] = time.perf_counter() - t
+        # one graph: every point's runs (the untrained encoder scored once, with BERT), ids prefixed by point
+        run_experiments(base, [(exp, {"prefix": f"{name}/", "include_init": name == BERT_POINT})
+                               for name, _, exp in exps], run.layout.root / "cluster", quiet)
+        timings["pretrain_s"] = exps[0][2].timings.get("pretrain_s", 0.0)
+        timings["evaluate_s"] = exps[0][2].timings.get("evaluate_s", 0.0)
 
         new_scores = 0
         for _, _, exp in exps:
@@ -339,7 +293,7 @@ def run_sweep(spec: SweepSpec, root: str | Path, run_id: str | None = None, quie
         atomic_io.append_jsonl(run.layout.history, {
             "started_utc": info["created_utc"], "wall_s": time.perf_counter() - t0, "timings": timings,
             "new_scores": new_scores, "command_line": info["command_line"], "git": info["git"],
-            "versions": info["versions"], "parallelism": {"jobs": base.jobs, "threads": base.threads},
+            "versions": info["versions"], "parallelism": parallelism(base),
         })
         work = work_done(atomic_io.read_jsonl(run.layout.history))
 
@@ -358,3 +312,18 @@ def run_sweep(spec: SweepSpec, root: str | Path, run_id: str | None = None, quie
         atomic_io.write_text(run.layout.report_md, render_sweep(result, "md") + "\n")
         plot_sweep(result, run.layout.plots)
     return result, rendered
+
+
+def plan_sweep(spec: SweepSpec, root: str | Path, run_id: str | None = None, n_devices: int | None = None) -> dict:
+    """--dry-run: every point's jobs as one graph, sized (no data is prepared: the preset's vocabulary)."""
+    base = spec.base
+    p = base.resolved_preset()
+    budget = runner.resolve_budget(p, base.budget, base.convention)
+    tasks, note = sized_tasks(base)
+    layout = RunLayout(Path(root) / (run_id or spec.run_id()))
+    jobs = []
+    for name, _, ps, pp, plans in _points(spec, p.encoder.vocab_size, budget):
+        jobs += build_jobs(ps, plans, tasks, pp, RunLayout(layout.points / name), None, prefix=f"{name}/",
+                           include_init=name == BERT_POINT)
+    jobs.sort(key=lambda j: j.kind != "pretrain")
+    return {**graph_report(base, jobs, n_devices), "note": note}

@@ -156,7 +156,7 @@ def _pretrain(preset: Preset, plan: Plan, train: SequenceSource, heldout: Sequen
     # written this run's identity would take it for an earlier run (and refuse it under --no-resume)
     distributed.barrier(d)
     if done is not None:
-        problem = _unusable_part(out, plan)
+        problem = unusable_part(out, plan)
         if problem is None:
             if d.is_main and tokenizer is not None:
                 _ensure_tokenizer(out.tokenizer, tokenizer)
@@ -467,7 +467,7 @@ def _check_run_dir(out: PretrainLayout, identity: dict, resume: bool) -> dict | 
     return None
 
 
-def _unusable_part(out: PretrainLayout, plan: Plan) -> str | None:
+def unusable_part(out: PretrainLayout, plan: Plan) -> str | None:
     """What of a finished run a later step could not use (a checkpoint or the log), or None. Verified
     rather than trusted: a file can be lost or cut short after the run finished."""
     for fraction in plan.checkpoints:

@@ -1,0 +1,155 @@
+"""What an experiment run is: its spec (`CompareSpec`: preset, budget, objectives, evaluation, the
+thread count of its workers), resolved from the command line, and its identity (`run_id`, derived from
+everything that changes its numbers; where and on how many devices it runs is not part of it).
+
+compare, ablate and sweep share it (experiments/compare.py, ablate.py, sweep.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+
+from .. import presets
+from ..choices import ALL_OBJECTIVES, ENGINES, OBJECTIVES, require
+from ..data.suite import load_suite
+from ..training import run as runner
+from ..errors import BenchError
+from ..objectives import parameter_counts
+from ..training.budget import parse_budget
+
+# The embedded CPU default (chosen by learning diagnostics and dev scores, see docs/tuning.md) and
+# its --quick variant for CI.
+CPU_DEFAULT = {"preset": "tiny", "budget": "1.2e13", "protocol": "probe", "seeds": 3, "pretrain_seeds": 2}
+# The long CPU mode (`compare --long`, about an hour on 2 idle cores): 5x the default budget.
+CPU_LONG = {"preset": "tiny", "budget": "6e13", "protocol": "probe", "seeds": 3, "pretrain_seeds": 2}
+CPU_QUICK = {"preset": "tiny", "budget": "2e12", "protocol": "probe", "seeds": 2, "pretrain_seeds": 2,
+             "probe_pool": 1000, "probe_examples": 800, "max_eval_examples": 1000}
+
+
+def default_parallelism(runs: int, cores: int | None = None) -> tuple[int, int]:
+    """(jobs, threads per job): one single-threaded job per core, never more jobs than runs."""
+    cores = cores or os.cpu_count() or 1
+    jobs = max(1, min(cores, runs))
+    return jobs, max(1, cores // jobs)
+
+
+@dataclass(frozen=True)
+class CompareSpec:
+    preset: str
+    budget: str
+    convention: str = "measured"
+    corpus: str | None = None
+    source: str | None = None
+    tasks: tuple[str, ...] | None = None
+    seeds: int = 3
+    protocol: str = "probe"
+    pretrain_seeds: int = 1
+    probe_pool: int = 3000
+    probe_examples: int = 2000
+    max_eval_examples: int | None = None
+    quick: bool = False
+    long: bool = False
+    threads: int = 1
+    overrides: tuple[tuple[str, object], ...] = ()  # preset fields changed on the command line
+    objectives: tuple[str, ...] = OBJECTIVES  # what is pre-trained and scored (with the untrained encoder)
+    # where and how wide it runs: not part of the identity (the numbers do not depend on it)
+    device: str = field(default="auto", compare=False)
+    jobs: int = field(default=1, compare=False)
+    devices: str | None = field(default=None, compare=False)  # --devices: auto (None), cpu, N or ids "0,2"
+    gpus_per_run: int = field(default=1, compare=False)  # GPUs of one pre-training run (torchrun DDP)
+    engine: str = field(default="local", compare=False)  # one of ENGINES
+
+    @classmethod
+    def resolve(cls, *, preset, budget, quick, convention, corpus, source, tasks, seeds, protocol, device,
+                pretrain_seeds=None, jobs=None, threads=None, overrides=None, long=False, objectives=None,
+                devices=None, gpus_per_run=None, engine=None, allow_long_schedule=False):
+        if quick and long:
+            raise BenchError("--quick and --long exclude each other")
+        base = CPU_QUICK if quick else CPU_LONG if long else CPU_DEFAULT
+        name = preset or base["preset"]
+        presets.get(name)  # an unknown preset fails first, before anything is created
+        custom_preset = name != base["preset"]
+        if custom_preset and budget is None:
+            raise BenchError(f"--budget is required with --preset {preset} (e.g. 1e17 or 6.25%)")
+        parse_budget(budget or base["budget"], reference_flops=1.0)  # a malformed budget fails here
+        for label, value in (("--seeds", seeds), ("--pretrain-seeds", pretrain_seeds), ("--jobs", jobs),
+                             ("--threads", threads), ("--gpus-per-run", gpus_per_run)):
+            if value is not None and value < 1:
+                raise BenchError(f"{label} must be at least 1, got {value}")
+        objectives = tuple(objectives) if objectives else OBJECTIVES
+        for o in objectives:
+            require("objective", o, ALL_OBJECTIVES)
+        if len(set(objectives)) != len(objectives):
+            raise BenchError(f"objectives named twice: {', '.join(objectives)}")
+        n_pretrain = pretrain_seeds or (base["pretrain_seeds"] if not custom_preset else 1)
+        auto_jobs, auto_threads = default_parallelism(len(objectives) * n_pretrain)
+        if device not in ("auto", "cpu"):
+            auto_jobs, auto_threads = 1, auto_threads * auto_jobs
+        ov = tuple(sorted((k, v) for k, v in dataclasses.asdict(overrides).items()
+                          if v is not None)) if overrides is not None else ()
+        spec = cls(
+            preset=name,
+            budget=str(budget or base["budget"]),
+            convention=convention,
+            corpus=corpus,
+            source=source,
+            tasks=tuple(tasks) if tasks else None,
+            seeds=seeds or base["seeds"],
+            protocol=protocol or (base["protocol"] if not custom_preset else "finetune"),
+            pretrain_seeds=n_pretrain,
+            probe_pool=base.get("probe_pool", 3000),
+            probe_examples=base.get("probe_examples", 2000),
+            max_eval_examples=base.get("max_eval_examples"),
+            quick=quick,
+            long=long,
+            threads=threads or auto_threads,
+            overrides=ov,
+            objectives=objectives,
+            device=device,
+            jobs=jobs or auto_jobs,
+            devices=devices,
+            gpus_per_run=gpus_per_run or 1,
+            engine=require("engine", engine or "local", ENGINES),
+        )
+        # an absurdly long schedule fails here, before data or the run directory exist (the opt-in is not
+        # part of the config: it changes nothing about the run); memory first: the FLOP count of the
+        # schedule check runs a forward at the preset's shapes (minutes at --seq-len 100000)
+        runner.check_memory(spec.resolved_preset(), objectives, device, "auto")
+        runner.check_schedule(spec.resolved_preset(), objectives, spec.budget, convention, allow_long_schedule)
+        return spec
+
+    def to_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        for k in ("device", "jobs", "devices", "gpus_per_run", "engine"):
+            d.pop(k)
+        d["overrides"] = dict(self.overrides)
+        if self.objectives == OBJECTIVES:  # left out at the default: compare's run ids stay what they were
+            d.pop("objectives")
+        else:
+            d["objectives"] = list(self.objectives)
+        return d
+
+    def run_id(self, kind: str = "compare") -> str:
+        digest = hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:8]
+        mode = "-quick" if self.quick else "-long" if self.long else ""
+        return f"{kind}-{self.preset}{mode}-{digest}"
+
+    def resolved_preset(self) -> presets.Preset:
+        return presets.resolve(self.preset, presets.Overrides(**dict(self.overrides)))
+
+
+def encoder_params(p, objectives: tuple[str, ...] = OBJECTIVES) -> dict[str, int]:
+    """Parameters of the model that is kept (MLM's encoder / RTD's discriminator), as the paper reports:
+    the same encoder for every objective."""
+    n = parameter_counts(p)["encoder"]
+    return {o: n for o in objectives + ("init",)}
+
+
+def suite_name(spec: CompareSpec, tasks) -> str:
+    if spec.source is None:
+        return load_suite().name
+    return tasks[0].source if tasks else str(spec.source)

@@ -1,0 +1,130 @@
+"""What one job of an experiment does, in whatever process runs it (a pinned worker, a cluster job, or
+inline): pre-train one (objective, seed), or score a list of encoders on the tasks still missing.
+
+Each job rebuilds what it needs from the spec (`prepare`: the data is packed once per run and cached on
+disk, so a worker reads it back), so a job is a plain picklable call that any engine can run.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import torch
+from threadpoolctl import threadpool_limits
+
+from ..data.task_sources import load_tasks
+from ..errors import BenchError
+from ..evaluation.scoring import recipe_for, score_encoder
+from ..objectives import initial_encoder
+from ..training import checkpoint
+from ..training import run as runner
+from ..training.distributed import resolve_device
+from ..training.trainer import TrainOptions
+from .spec import CompareSpec
+
+
+def prepare(spec: CompareSpec, quiet: bool = True):
+    """The preset and data every process of this run uses (data is packed once and cached), the budget
+    and each objective's plan."""
+    data, p = runner.prepare_data(spec.resolved_preset(), spec.corpus, None, 0, quiet)
+    budget = runner.resolve_budget(p, spec.budget, spec.convention)
+    plans = {o: runner.plan(p, o, budget, spec.convention) for o in spec.objectives}
+    return data, p, budget, plans
+
+
+@contextmanager
+def thread_limits(threads: int):
+    """torch and the BLAS/OpenMP pools scikit-learn's probe uses, for one job: without the second, two
+    probe workers each start one BLAS thread per core and the 2 cores run 4+ busy threads (measured: a
+    third slower). Restored afterwards, so a job run inline (jobs == 1) leaves its caller as it was."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        with threadpool_limits(threads):
+            yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def pretrain_job(spec: CompareSpec, objective: str, seed: int, out_dir: str, quiet: bool) -> tuple[str, int, float]:
+    """One pre-training run; it resumes from the run's last saved state when there is one."""
+    with thread_limits(spec.threads):
+        data, p, _, plans = prepare(spec)
+        t = time.perf_counter()
+        runner.run(p, plans[objective], data, out_dir, TrainOptions(seed=seed, device=spec.device, quiet=quiet))
+        return objective, seed, time.perf_counter() - t
+
+
+def ddp_pretrain_job(spec: CompareSpec, objective: str, seed: int, out_dir: str, quiet: bool,
+                     nproc: int) -> tuple[str, int, float]:
+    """One pre-training run over `nproc` processes with torchrun (DDP: the global batch is split over the
+    ranks, FLOPs summed); the devices are the ones this process sees (the scheduler set
+    CUDA_VISIBLE_DEVICES to the slots it holds). Rank 0 writes, exactly as `pretrain` under torchrun."""
+    t = time.perf_counter()
+    with tempfile.NamedTemporaryFile(suffix=".pkl", delete=False) as f:
+        pickle.dump((pretrain_job, spec, objective, seed, out_dir, True), f)
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
+           "-m", "electra_bench.experiments.ddp_entry", f.name]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    def stop(*_):  # the scheduler stops this worker with SIGTERM: take the ranks down with it
+        proc.terminate()
+        proc.wait(timeout=30)
+        os._exit(143)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        _, err = proc.communicate()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        Path(f.name).unlink(missing_ok=True)
+    if proc.returncode != 0:
+        lines = [ln for ln in err.splitlines() if ln.startswith("error:")] or err.strip().splitlines()[-1:] or ["?"]
+        raise BenchError(f"torchrun over {nproc} devices exited {proc.returncode}: {lines[-1]}")
+    return objective, seed, time.perf_counter() - t
+
+
+@functools.lru_cache(maxsize=4)
+def tasks_of(source: str | None, names: tuple[str, ...] | None) -> dict:
+    """The run's tasks by name, read once per worker process: a worker runs many scoring jobs (one per
+    checkpoint), and reading the suite takes about a second each time."""
+    return {t.spec.name: t for t in load_tasks(source, list(names) if names else None)}
+
+
+def score_job(spec: CompareSpec, label: str, pretrain_seed: int, points: list[tuple], todo: dict) -> list[dict]:
+    """Score encoders on the tasks still missing; returns score rows labelled `label` (an objective, or
+    "init" for the untrained encoder of this pre-training seed).
+
+    `points`: (fraction, step, train FLOPs, checkpoint directory or None for the untrained encoder);
+    `todo`: fraction -> task names to score. Generic on purpose: any encoder a loader can produce is one
+    more scoring job."""
+    with thread_limits(spec.threads):
+        data, p, _, _ = prepare(spec)
+        tasks = tasks_of(spec.source, spec.tasks)
+        recipe = recipe_for({"finetune_lr": p.finetune_lr, "layerwise_lr_decay": p.layerwise_lr_decay,
+                             "seq_len": p.seq_len}, spec.protocol, probe_pool=spec.probe_pool,
+                            probe_examples=spec.probe_examples, max_eval_examples=spec.max_eval_examples)
+        device = resolve_device(spec.device)
+        rows = []
+        for fraction, step, flops, ckpt in points:
+            names = todo[fraction]
+            if ckpt is None:
+                encoder = initial_encoder(p.encoder, pretrain_seed)
+            else:
+                encoder = checkpoint.load_encoder(ckpt)[0]
+            for r in score_encoder(encoder, data.tokenizer, [tasks[n] for n in names], list(range(spec.seeds)),
+                                   recipe, device):
+                rows.append({"objective": label, "fraction": fraction, "step": step, "train_flops": flops,
+                             "convention": spec.convention, "task": r["task"], "seed": r["seed"],
+                             "metric": r["metric"], "value": r["value"], "protocol": spec.protocol,
+                             "pretrain_seed": pretrain_seed})
+        return rows

@@ -1,0 +1,81 @@
+"""`--dry-run` on compare, ablate and sweep prints the job graph and its sizing, runs nothing and creates
+nothing; bad scheduling options are one line. Fast: planning needs no data."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from electra_bench.cli import main
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+def graph(*args, tmp_path):
+    r = invoke(*args, "--dry-run", "--json", "--results", tmp_path / "results")
+    assert r.exit_code == 0, r.output
+    assert not (tmp_path / "results").exists()  # nothing created
+    return json.loads(r.stdout), r.stderr
+
+
+def ids(plan, kind):
+    return [j["id"] for j in plan["jobs"] if j["kind"] == kind]
+
+
+def test_compare_quick_graph(tmp_path):
+    plan, _ = graph("compare", "--quick", "--jobs", "2", tmp_path=tmp_path)
+    assert ids(plan, "pretrain") == [f"pretrain/{o}/seed-{s}" for s in (0, 1) for o in ("mlm", "rtd")]
+    scores = {j["id"]: j for j in plan["jobs"] if j["kind"] == "score"}
+    assert len(scores) == 2 * (1 + 3 + 3)  # per pre-training seed: untrained + 3 checkpoints per objective
+    assert scores["score/rtd/seed-1/frac-0.5000"]["deps"] == ["pretrain/rtd/seed-1"]
+    assert scores["score/init/seed-0/frac-0.0000"]["deps"] == []
+    assert [j["id"] for j in plan["jobs"]][0] == "prepare" and plan["jobs"][-1]["id"] == "summarise"
+    assert all(j["flops"] > 0 for j in plan["jobs"] if j["kind"] in ("pretrain", "score"))
+    assert plan["device_hours"] == pytest.approx(sum(j["device_hours"] for j in plan["jobs"]))
+    assert 0 < plan["wall_hours"] < plan["device_hours"]  # two workers: shorter than one device doing all
+
+
+def test_paper_scale_graph_is_sized_with_glue_sizes_when_the_data_is_elsewhere(tmp_path):
+    plan, err = graph("compare", "--preset", "small", "--budget", "100%", "--convention", "paper", "--protocol",
+                      "finetune", "--data", tmp_path / "glue", "--devices", "8", tmp_path=tmp_path)
+    assert "sizing with GLUE's published split sizes" in err
+    pre = {j["id"]: j for j in plan["jobs"] if j["kind"] == "pretrain"}
+    assert set(pre) == {"pretrain/mlm/seed-0", "pretrain/rtd/seed-0"}
+    assert 1.2e18 < pre["pretrain/rtd/seed-0"]["flops"] < 1.5e18  # the paper's ELECTRA-Small: 1.4e18
+    scores = [j for j in plan["jobs"] if j["kind"] == "score"]
+    assert {j["id"].rsplit("/", 1)[1] for j in scores} == {"cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte"}
+    mnli = next(j for j in scores if j["id"].endswith("/mnli"))
+    rte = next(j for j in scores if j["id"].endswith("/rte"))
+    assert mnli["flops"] > 20 * rte["flops"]  # fine-tuning cost follows the task's size
+    assert plan["devices"] == 8 and plan["wall_hours"] < plan["device_hours"] / 2
+
+
+def test_ablate_and_sweep_graphs(tmp_path):
+    plan, _ = graph("ablate", "--quick", tmp_path=tmp_path)
+    assert len(ids(plan, "pretrain")) == 5 and len(ids(plan, "score")) == 6  # final checkpoints + untrained
+    plan, _ = graph("sweep", "--quick", "--generator-sizes", "0.25,0.5", tmp_path=tmp_path)
+    assert ids(plan, "pretrain") == ["gen-0.25/pretrain/rtd/seed-0", "gen-0.5/pretrain/rtd/seed-0",
+                                     "bert/pretrain/mlm/seed-0"]
+    assert [i for i in ids(plan, "score") if "/init/" in i] == ["bert/score/init/seed-0/frac-0.0000"]
+
+
+def test_the_text_table_names_the_assumptions(tmp_path):
+    r = invoke("compare", "--quick", "--jobs", "2", "--dry-run", "--results", tmp_path / "results")
+    assert r.exit_code == 0, r.output
+    assert "pretrain/mlm/seed-0" in r.stdout and "MFU of 989 TFLOP/s" in r.stdout and "wall on 2 device(s)" in r.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--devices", "0,0"], "distinct GPU ids"),
+    (["--devices", "0,1"], "not visible here"),
+    (["--engine", "nope"], "Invalid value for '--engine'"),
+    (["--jobs", "2", "--gpus-per-run", "4"], "--gpus-per-run 4: only 2 device"),
+])
+def test_bad_scheduling_options_are_one_line_and_create_nothing(tmp_path, args, message):
+    r = invoke("compare", "--quick", "--results", tmp_path / "results", *args)
+    assert r.exit_code == 2, r.output
+    lines = [line for line in r.stderr.strip().splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:") and message in lines[0], r.stderr
+    assert not (tmp_path / "results").exists() or not any((tmp_path / "results").iterdir())
