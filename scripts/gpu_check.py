@@ -171,6 +171,33 @@ def timed(step: Step, fn, *args):
         step.wall_s = time.monotonic() - t
 
 
+# sections added after the Config caps were laid out: their caps (seconds)
+EXTRA_CAPS = {"interop": 90, "calibration": 300}
+
+
+def interop_section(cfg: Config, python: str, out_dir: Path, step: Step, cap: float) -> dict:
+    """Parity's RTD checkpoint exported and loaded by transformers on the device (scripts/gpu_interop.py):
+    the largest output differences in fp32 and under bf16 autocast."""
+    ckpt = out_dir / "runs" / "parity-rtd-fp32" / "checkpoints" / "frac-1.0000"
+    if not ckpt.is_dir():
+        step.status = "skipped: no RTD parity checkpoint"
+        return {"status": step.status}
+    out = out_dir / "raw" / "interop.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    proc = run_cmd([python, str(ROOT / "scripts" / "gpu_interop.py"), str(ckpt), "--device", cfg.device,
+                    "--json", str(out)], step, cap)
+    return json.loads(out.read_text()) if proc is not None and out.is_file() else {"status": step.status}
+
+
+def calibration_section(python: str, out_dir: Path, glue: str, device: str, step: Step, cap: float) -> dict:
+    """scripts/calibrate.py on a quick subset (RTE, MRPC, STS-B, CoLA; 1 seed): public checkpoints from the
+    local HF cache fine-tuned by the tool on real GLUE dev; the full recipe is in docs/interop.md."""
+    cal = out_dir / "calibration"
+    proc = run_cmd([python, str(ROOT / "scripts" / "calibrate.py"), "--data", glue, "--tasks", "rte,mrpc,stsb,cola",
+                    "--seeds", "1", "--device", device, "--out", str(cal), "--python", python], step, cap)
+    return json.loads((cal / "calibration.json").read_text()) if proc is not None else {"status": step.status}
+
+
 def finite(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
@@ -518,8 +545,21 @@ def markdown(result: dict) -> str:
               "|---|---|---|---|---|---|",
               f"| {g.get('status')} | {_f(g.get('wall_s'), '.0f', 1, ' s')} | {g.get('pretrain_runs', '-')} "
               f"| {g.get('scores', '-')} | {json.dumps(g.get('parallelism')) if g.get('parallelism') else '-'} "
-              f"| {_utilisation(util)} |",
-              "", "## Steps (wall time against each step's cap)", "", "| step | status | wall | cap |", "|---|---|---|---|"]
+              f"| {_utilisation(util)} |", ""]
+    io = result.get("interop") or {}
+    if io.get("fp32"):
+        lines += ["## Interop (parity's RTD checkpoint exported, loaded by transformers; largest difference / "
+                  "activation scale, real tokens)", "", "| precision | discriminator hidden | discriminator logits | "
+                  "generator logits |", "|---|---|---|---|"]
+        lines += [f"| {p} | {io[p]['disc_hidden']:.1e} | {io[p]['disc_logits']:.1e} | {io[p]['gen_logits']:.1e} |"
+                  for p in ("fp32", "bf16")] + [""]
+    cal = result.get("calibration") or {}
+    if cal.get("models"):
+        lines += ["## Calibration (scripts/calibrate.py: RTE, MRPC, STS-B, CoLA, 1 seed)", ""]
+        lines += [f"- {m.get('label', m['model'])}: {m['status']}" + (
+            f"; per task {', '.join(f'{t} {v:.1f}' for t, v in sorted(m['per_task'].items()))}"
+            if m.get("per_task") else "") for m in cal["models"]] + [""]
+    lines += ["## Steps (wall time against each step's cap)", "", "| step | status | wall | cap |", "|---|---|---|---|"]
     for s in result["steps"]:
         lines.append(f"| {s['name']} | {s['status']} | {s['wall_s']:.1f} s | {s['cap_s']:.0f} s |")
     if cfg["dry_run"] and env.get("cpu_native_bf16") == []:
@@ -536,6 +576,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dry-run", action="store_true", help="CPU, tiny shapes: the same commands, for CI")
     ap.add_argument("--out", default="results/gpu_check", help="where gpu_check.json and gpu_check.md go")
     ap.add_argument("--python", default=sys.executable, help="interpreter for the subprocesses")
+    ap.add_argument("--only", default=None,
+                    help="comma-separated sections to run (environment always runs): bench, parity, interop, "
+                         "distributed, graph, compiled, calibration; e.g. to rerun one that failed")
+    ap.add_argument("--glue", default=None,
+                    help="a GLUE directory: adds the calibration section (scripts/calibrate.py on RTE, MRPC, STS-B "
+                         "and CoLA, 1 seed, for the models already in the local HF cache; docs/interop.md)")
     args = ap.parse_args(argv)
 
     from electra_bench import atomic_io
@@ -547,9 +593,14 @@ def main(argv: list[str] | None = None) -> int:
     steps: list[Step] = []
 
     def new_step(name: str) -> tuple[Step, float]:
-        s = Step(name, cfg.caps[name])
+        s = Step(name, cfg.caps.get(name, EXTRA_CAPS.get(name, 60)))
         steps.append(s)
         return s, min(s.cap_s, clock.left())
+
+    only = None if args.only is None else {x.strip() for x in args.only.split(",") if x.strip()}
+
+    def want(section: str) -> bool:
+        return only is None or section in only
 
     s, _ = new_step("environment")
     env = timed(s, environment, cfg) or {}
@@ -559,21 +610,33 @@ def main(argv: list[str] | None = None) -> int:
     else:
         peak = env.get("peak_flops")
         rows: list[dict] = []
-        for p in cfg.bench_presets:
+        par, dist, graph, interop, calibration = [], {"status": "not asked"}, {"status": "not asked"}, {}, {}
+        for p in cfg.bench_presets if want("bench") else ():
             s, cap = new_step(f"bench eager {p}")
             rows += timed(s, bench, cfg, args.python, out_dir, p, False, s, cap, peak) or []
-        s, cap = new_step("parity")
-        par = timed(s, parity, cfg, args.python, out_dir, s, clock, cap, peak) or []
-        s, cap = new_step("distributed")
-        dist = timed(s, distributed, cfg, args.python, out_dir, s, cap, env.get("gpu_count", 0), peak) or {
-            "status": s.status}
-        s, cap = new_step("compare graph")
-        graph = timed(s, compare_graph, cfg, args.python, out_dir, s, cap, env.get("gpu_count", 0)) or {
-            "status": s.status}
-        for p in cfg.bench_presets:
+        if want("parity") or want("interop"):  # interop reads parity's RTD checkpoint
+            s, cap = new_step("parity")
+            par = timed(s, parity, cfg, args.python, out_dir, s, clock, cap, peak) or []
+        if want("interop"):
+            s, cap = new_step("interop")
+            interop = timed(s, interop_section, cfg, args.python, out_dir, s, cap) or {"status": s.status}
+        if want("distributed"):
+            s, cap = new_step("distributed")
+            dist = timed(s, distributed, cfg, args.python, out_dir, s, cap, env.get("gpu_count", 0), peak) or {
+                "status": s.status}
+        if want("graph"):
+            s, cap = new_step("compare graph")
+            graph = timed(s, compare_graph, cfg, args.python, out_dir, s, cap, env.get("gpu_count", 0)) or {
+                "status": s.status}
+        if args.glue and want("calibration"):
+            s, cap = new_step("calibration")
+            calibration = timed(s, calibration_section, args.python, out_dir, args.glue, cfg.device, s, cap) or {
+                "status": s.status}
+        for p in cfg.bench_presets if want("compiled") else ():
             s, cap = new_step(f"bench compiled {p}")
             rows += timed(s, bench, cfg, args.python, out_dir, p, True, s, cap, peak) or []
-        result = {"environment": env, "bench": rows, "parity": par, "distributed": dist, "compare_graph": graph}
+        result = {"environment": env, "bench": rows, "parity": par, "distributed": dist, "compare_graph": graph,
+                  "interop": interop, "calibration": calibration}
 
     result = {
         "date": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
