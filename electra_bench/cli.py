@@ -121,6 +121,13 @@ class _Group(click.Group):
         except OSError as e:
             _fail(_os_error(e))
         except (MemoryError, RuntimeError) as e:
+            # Python 3.11 wraps an exception raised inside a class's creation (`__set_name__`) in a
+            # RuntimeError: a Ctrl-C or SIGTERM landing in one of torch's lazy imports (torch._dynamo's
+            # dataclasses, pulled in by the FLOP count) arrives so
+            if isinstance(e.__cause__, KeyboardInterrupt):
+                _interrupted()
+            if isinstance(e.__cause__, Terminated):
+                raise e.__cause__ from None  # said by main()
             # torch.OutOfMemoryError (CUDA) and the CPU allocator's RuntimeError; any other RuntimeError is a bug
             if not (isinstance(e, MemoryError) or type(e).__name__ == "OutOfMemoryError"
                     or "can't allocate memory" in str(e)):
@@ -128,8 +135,12 @@ class _Group(click.Group):
             _fail(f"out of memory ({str(e).splitlines()[0][:160]}); lower --batch-size or --seq-len, or use "
                   f"fewer --jobs", 1)
         except KeyboardInterrupt:
-            err.print("interrupted: run the same command again to resume where it stopped")
-            sys.exit(130)
+            _interrupted()
+
+
+def _interrupted() -> None:
+    err.print("interrupted: run the same command again to resume where it stopped")
+    sys.exit(130)
 
 
 def override_options(fn):

@@ -233,3 +233,39 @@ def test_sigterm_to_compare_stops_its_workers_between_steps(tmp_path, corpus):
         assert rows[-1]["step"] <= saved, run.root  # stopped at a step boundary with its state
         assert not run.done.exists() and not list(run.root.rglob(".*.tmp"))
     assert not list(results.rglob(".lock"))
+
+
+@pytest.mark.parametrize("interrupt,code,line", [
+    (KeyboardInterrupt(), 130, "interrupted: run the same command again to resume where it stopped"),
+    (Terminated(), 143, "stopped by SIGTERM; run the same command again to resume"),
+])
+def test_an_interrupt_wrapped_by_class_creation_is_still_one_line(monkeypatch, interrupt, code, line):
+    # Python 3.11 wraps an exception raised in `__set_name__` in a RuntimeError: a Ctrl-C landing in
+    # torch._dynamo's import (its dataclasses) during the FLOP count printed a traceback
+    from electra_bench.training import run
+
+    def interrupted_import(*a, **k):
+        raise RuntimeError("Error calling __set_name__ on 'Field' instance 'globals' in 'ExecutionRecorder'") \
+            from interrupt
+
+    monkeypatch.setattr(run, "check_schedule", interrupted_import)
+    r = CliRunner().invoke(main, ["pretrain", "--objective", "mlm", "--budget", "1e12", "--dry-run"])
+    assert r.exit_code == code, r.output
+    assert r.stderr.strip() == line
+
+
+@pytest.mark.slow
+def test_sigterm_during_start_up_is_one_line(tmp_path):
+    # while the command line, torch, the FLOP count (torch._dynamo's import) and the data are loading;
+    # before the command line's module is imported the default action ends the process (-SIGTERM)
+    for delay in (1.0, 2.5, 4.0):
+        p = subprocess.Popen([sys.executable, "-m", "electra_bench", "compare", "--quick", "--results",
+                              str(tmp_path / f"r{delay}")], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+        time.sleep(delay)
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=120)
+        assert "Traceback" not in err, (delay, err)
+        assert p.returncode in (143, -signal.SIGTERM), (delay, p.returncode, err)
+        if p.returncode == 143:
+            assert err.strip() == "stopped by SIGTERM; run the same command again to resume", (delay, err)
+        assert not list(tmp_path.glob("*/*/.lock"))
