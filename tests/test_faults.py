@@ -229,13 +229,21 @@ def test_a_budget_beyond_the_papers_schedule_is_said():
     assert r.exit_code == 0 and "150% of the paper's full schedule" in r.stderr
 
 
+def _default_sigint() -> None:
+    """In the child before exec: a test run started in the background of a non-interactive shell (nohup, `&`)
+    inherits SIGINT ignored, and Python then installs no KeyboardInterrupt handler: these tests would see the
+    signal ignored, not the tool's answer to it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.slow
 def test_ctrl_c_during_start_up_is_one_line(tmp_path):
     # after the interpreter's own start-up (~0.1 s idle, more under load; a Ctrl-C inside it is Python's
     # to report): while the command line, torch, then the data are being loaded
     for delay in (1.0, 2.5):
         p = subprocess.Popen([sys.executable, "-m", "electra_bench", "compare", "--quick", "--results",
-                              str(tmp_path / f"r{delay}")], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+                              str(tmp_path / f"r{delay}")], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+                             preexec_fn=_default_sigint)
         time.sleep(delay)
         p.send_signal(signal.SIGINT)
         _, err = p.communicate(timeout=120)
@@ -269,7 +277,7 @@ def test_ctrl_c_while_workers_train_stops_them_at_once(tmp_path):
     # a pool's `with` exit waits for running calls: a Ctrl-C used to go unanswered until every
     # pre-training run had finished (minutes)
     p = subprocess.Popen([sys.executable, "-m", "electra_bench", "compare", "--quick", "--results", str(tmp_path)],
-                         stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+                         stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, preexec_fn=_default_sigint)
     workers, deadline = [], time.monotonic() + 240
     while len(workers) < 2 and time.monotonic() < deadline and p.poll() is None:
         time.sleep(0.5)
