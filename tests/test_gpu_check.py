@@ -79,8 +79,8 @@ def test_dry_run_writes_every_section(tmp_path):
     for where, x in _numbers(res):
         assert math.isfinite(x), where
     assert res["environment"]["peak_flops"] > 0
-    assert [s["name"] for s in res["steps"]] == ["environment", "bench eager tiny", "parity", "distributed",
-                                                 "compare graph", "bench compiled tiny"]
+    assert [s["name"] for s in res["steps"]] == ["environment", "bench eager tiny", "parity", "interop",
+                                                 "distributed", "compare graph", "bench compiled tiny"]
     assert all(s["status"] == "ok" and s["wall_s"] > 0 for s in res["steps"])
     modes = {(r["objective"], r["mode"]) for r in res["bench"]}
     assert modes == {(o, m) for o in ("mlm", "rtd") for m in ("eager", "compiled (aot_eager)")}
@@ -93,6 +93,9 @@ def test_dry_run_writes_every_section(tmp_path):
         assert r["ok"] and r["compared_steps"] == res["config"]["parity_compare"]
         assert 0 <= r["max_rel_diff"] <= r["tolerance"] and r["precision"] == "bf16"
         assert r["steps"] == res["config"]["parity_steps"]
+    io = res["interop"]  # parity's RTD checkpoint exported and compared with transformers (CPU: fp32 tight)
+    assert io["fp32"]["disc_hidden"] < 1e-5 and io["fp32"]["gen_logits"] < 1e-5 and "bf16" in io
+    assert "## Interop" in (out / "gpu_check.md").read_text()
     d = res["distributed"]
     assert d["status"] == "ok" and d["world_size"] == 2 and math.isfinite(d["final_loss"])
     g = res["compare_graph"]  # through the job graph on 2 CPU workers: every run trained, every score stored
