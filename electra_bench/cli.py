@@ -45,6 +45,17 @@ POSITIVE_FLOAT = click.FloatRange(min=0, min_open=True)
 FRACTION = click.FloatRange(0, 1, min_open=True, max_open=True)
 
 
+def _temperature_warmup(ctx, param, value: str | None) -> tuple[float, float, float] | None:
+    """--temperature-warmup T:HOLD:END as three numbers (their ranges: presets.resolve)."""
+    if value is None:
+        return None
+    try:
+        start, hold, end = (float(x) for x in value.split(":"))
+    except ValueError:
+        raise click.BadParameter(f"expected T:HOLD:END, three numbers like 2:0.125:0.25, got {value!r}")
+    return start, hold, end
+
+
 def _note(line: str | None) -> None:
     if line:
         err.print(line, highlight=False, soft_wrap=True)
@@ -156,6 +167,10 @@ def override_options(fn):
         click.option("--vocab-size", type=click.IntRange(min=6), help="Vocabulary size (of a tokenizer trained on the corpus)."),
         click.option("--temperature", "rtd_temperature", type=click.FloatRange(min=0),
                      help="RTD: sample the generator from softmax(logits / T) (official `temperature`; 1 = standard)."),
+        click.option("--temperature-warmup", "rtd_temperature_warmup", callback=_temperature_warmup,
+                     metavar="T:HOLD:END",
+                     help="RTD: sample at temperature T until HOLD of the budget, then linearly to --temperature "
+                          "by END (fractions of the budget), e.g. 2:0.125:0.25 (ours: a bootstrap for small budgets)."),
         click.option("--dropout", type=click.FloatRange(0, 1, max_open=True), help="Dropout in the encoder during pre-training."),
         # the official code's generator knobs (configure_pretraining.py); defaults: the preset's
         click.option("--generator-layers", type=POSITIVE_FLOAT,
@@ -186,7 +201,7 @@ def override_options(fn):
 
         ov = Overrides(**{k: kw.pop(k) for k in
                                       ("steps", "batch_size", "seq_len", "generator_size", "lr", "mask_prob",
-                                       "vocab_size", "rtd_temperature", "dropout", "generator_layers",
+                                       "vocab_size", "rtd_temperature", "rtd_temperature_warmup", "dropout", "generator_layers",
                                        "uniform_generator", "embedding_sharing", "untied_generator",
                                        "disallow_correct", "gen_weight", "disc_weight", "warmup_steps")})
         return fn(overrides=ov, **kw)

@@ -34,6 +34,9 @@ class Preset:
     mask_prob: float = 0.15
     disc_weight: float = 50.0  # ELECTRA's lambda
     rtd_temperature: float = 1.0  # the generator is sampled from softmax(logits / T) (official `temperature`)
+    # Ours, a bootstrap for small budgets: (start temperature, held until this fraction of the budget,
+    # reaches rtd_temperature at this fraction); linear in between, rtd_temperature after. None: constant.
+    rtd_temperature_warmup: tuple[float, float, float] | None = None
     disallow_correct: bool = False  # the official option: a sample never equals the original token
     # The official code's other generator knobs (configure_pretraining.py), for every objective with a
     # generator (rtd and the Table 5 ablations); the defaults are the paper's ELECTRA:
@@ -76,6 +79,18 @@ class Preset:
             return self.warmup_fraction
         return self.warmup_steps / max(1, total_steps)
 
+    def temperature_at(self, fraction: float) -> float:
+        """The generator's sampling temperature once `fraction` of the budget is spent (keyed to the
+        budget, as the learning rate is): `rtd_temperature` unless a warm-up is set."""
+        if self.rtd_temperature_warmup is None:
+            return self.rtd_temperature
+        start, hold, end = self.rtd_temperature_warmup
+        if fraction < hold:
+            return start
+        if fraction >= end:
+            return self.rtd_temperature
+        return start + (self.rtd_temperature - start) * (fraction - hold) / (end - hold)
+
     @property
     def generator(self) -> EncoderConfig:
         """The generator's shape: `generator_size` wide, `generator_layers` deep; its own embeddings
@@ -113,8 +128,8 @@ class Preset:
         fields = {f.name for f in dataclasses.fields(cls)}
         kw = {k: v for k, v in d.items() if k in fields}
         kw["encoder"] = EncoderConfig(**d["encoder"])
-        for name in ("adam_betas", "checkpoint_fractions"):
-            if name in kw:
+        for name in ("adam_betas", "checkpoint_fractions", "rtd_temperature_warmup"):
+            if kw.get(name) is not None:
                 kw[name] = tuple(kw[name])
         return cls(**kw)
 
@@ -122,7 +137,7 @@ class Preset:
 # Fields added after run directories were first stored: left out of `to_dict` at their defaults, so a
 # run made before them keeps its identity (run.json, compare's pre-training directories) and resumes.
 _ADDED_LATER = ("gen_weight", "generator_layers", "uniform_generator", "embedding_sharing", "untied_generator",
-                "warmup_steps")
+                "warmup_steps", "rtd_temperature_warmup")
 
 _REGISTRY: dict[str, Callable[[], Preset]] = {}
 
@@ -262,6 +277,7 @@ class Overrides:
     mask_prob: float | None = None
     vocab_size: int | None = None
     rtd_temperature: float | None = None
+    rtd_temperature_warmup: tuple[float, float, float] | None = None
     dropout: float | None = None
     # the official generator knobs (Preset's fields of the same names)
     gen_weight: float | None = None
@@ -288,6 +304,11 @@ def resolve(name: str, ov: Overrides | None = None) -> Preset:
             raise BenchError(f"{label} must be positive, got {value}")
     if ov.rtd_temperature is not None and not ov.rtd_temperature >= 0:
         raise BenchError(f"--temperature must be >= 0, got {ov.rtd_temperature}")
+    if ov.rtd_temperature_warmup is not None:
+        start, hold, end = ov.rtd_temperature_warmup
+        if not (start > 0 and 0 <= hold <= end <= 1):
+            raise BenchError(f"--temperature-warmup T:HOLD:END needs T > 0 and 0 <= HOLD <= END <= 1, got "
+                             f"{start:g}:{hold:g}:{end:g}")
     if ov.dropout is not None and not 0 <= ov.dropout < 1:
         raise BenchError(f"--dropout must be in [0, 1), got {ov.dropout}")
     if ov.mask_prob is not None and not 0 < ov.mask_prob < 1:
@@ -315,7 +336,8 @@ def resolve(name: str, ov: Overrides | None = None) -> Preset:
     changes: dict = {"encoder": enc}
     if ov.steps is not None:
         changes["steps"] = {o: ov.steps for o in OBJECTIVES}
-    for attr in ("batch_size", "seq_len", "generator_size", "lr", "mask_prob", "rtd_temperature", "gen_weight",
+    for attr in ("batch_size", "seq_len", "generator_size", "lr", "mask_prob", "rtd_temperature",
+                 "rtd_temperature_warmup", "gen_weight",
                  "disc_weight", "generator_layers", "uniform_generator", "embedding_sharing", "untied_generator",
                  "disallow_correct", "warmup_steps"):
         if getattr(ov, attr) is not None:

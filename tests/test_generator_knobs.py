@@ -299,3 +299,53 @@ def _stop_at(step):
         if done == step:
             raise _Stop
     return hook
+
+
+# ---------------------------------------------------------------- the temperature warm-up (ours)
+
+
+def test_temperature_warmup_schedule():
+    p = _preset(rtd_temperature=1.0, rtd_temperature_warmup=(3.0, 0.25, 0.75))
+    got = [p.temperature_at(f) for f in (0.0, 0.2, 0.25, 0.5, 0.75, 0.9)]
+    assert got == pytest.approx([3.0, 3.0, 3.0, 2.0, 1.0, 1.0])
+    assert _preset(rtd_temperature=2.0).temperature_at(0.1) == 2.0  # no warm-up: constant
+    assert "rtd_temperature_warmup" not in _preset().to_dict()  # at its default: earlier runs keep their identity
+    restored = presets.Preset.from_dict(json.loads(json.dumps(p.to_dict())))
+    assert restored.rtd_temperature_warmup == (3.0, 0.25, 0.75)
+    for bad in ((0.0, 0.1, 0.2), (2.0, 0.5, 0.25), (2.0, 0.1, 1.5)):
+        with pytest.raises(BenchError, match="--temperature-warmup"):
+            presets.resolve("tiny", presets.Overrides(rtd_temperature_warmup=bad))
+
+
+def test_temperature_warmup_reaches_the_sampler_through_the_trainer(tmp_path, synthetic, monkeypatch):
+    """Each step samples at the scheduled temperature (recorded where the objective samples, the sampling
+    itself unchanged), and the log says which; a trainer that ignored the schedule would sample at 1."""
+    from electra_bench.training.budget import make_plan
+    from electra_bench.training.trainer import TrainOptions, pretrain
+
+    used = []
+    real = objectives.sample_replacements
+
+    def recording(logits, originals, temperature, *args, **kw):
+        used.append(temperature)
+        return real(logits, originals, temperature, *args, **kw)
+
+    monkeypatch.setattr(objectives, "sample_replacements", recording)
+    p = _preset(rtd_temperature=1.0, rtd_temperature_warmup=(3.0, 0.25, 0.75))
+    plan = make_plan("rtd", "measured", 8e9 + 5e8, 1e9, (1.0,))
+    pretrain(p, plan, synthetic(96, 32, V), None, SP, tmp_path, TrainOptions(quiet=True, log_every=1, peak_flops=1e11))
+    assert plan.total_steps == 8
+    assert used == pytest.approx([3.0, 3.0, 3.0, 2.5, 2.0, 1.5, 1.0, 1.0])
+    logged = [r["temperature"] for r in map(json.loads, open(tmp_path / "log.jsonl")) if "temperature" in r]
+    assert logged == pytest.approx(used)
+
+
+def test_temperature_warmup_on_the_command_line(tmp_path):
+    base = [sys.executable, "-m", "electra_bench.cli", "pretrain", "--preset", "small", "--objective", "rtd",
+            "--budget", "1%", "--show-config"]
+    ok = subprocess.run(base + ["--temperature-warmup", "2:0.125:0.25"], capture_output=True, text=True, timeout=300)
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["preset"]["rtd_temperature_warmup"] == [2.0, 0.125, 0.25]
+    for bad, says in (("2:0.1", "T:HOLD:END"), ("2:0.5:0.25", "HOLD <= END")):
+        proc = subprocess.run(base + ["--temperature-warmup", bad], capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 2 and says in proc.stderr and "Traceback" not in proc.stderr

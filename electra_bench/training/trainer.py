@@ -144,6 +144,9 @@ def pretrain(
 
 def _pretrain(preset: Preset, plan: Plan, train: SequenceSource, heldout: SequenceSource | None, special: SpecialIds,
               out_dir: str | Path, opts: TrainOptions, run_info: dict | None, tokenizer) -> dict:
+    if opts.compile and preset.rtd_temperature_warmup is not None:  # a new float each step: a recompile each step
+        raise BenchError("--temperature-warmup and --compile exclude each other (the changing temperature would "
+                         "recompile the training step)")
     out = PretrainLayout(out_dir)
     d = distributed.setup(opts.device)
     local_batch = _local_batch(preset, train, d)
@@ -171,6 +174,10 @@ def _pretrain(preset: Preset, plan: Plan, train: SequenceSource, heldout: Sequen
 
     model, unigram = initial_model(plan.objective, preset, train, heldout is not None, special, opts.seed)
     model = model.to(d.device)
+    # a generator's sampling temperature on a schedule (presets.temperature_at); objectives without one ignore it
+    anneal = preset.rtd_temperature_warmup is not None and hasattr(model, "temperature")
+    if anneal:
+        model.temperature = preset.temperature_at(0.0)
     diag = _Diagnostics(model, heldout, preset, opts, special, d.device, unigram)
     optimizer = optim.pretraining_optimizer(model, preset, d.device)
     start_step = _resume(out, model, optimizer, opts.resume, d, diag)
@@ -196,6 +203,8 @@ def _pretrain(preset: Preset, plan: Plan, train: SequenceSource, heldout: Sequen
             model.train()
             lr = optim.lr_at(step, plan.total_steps, preset.lr, preset.warmup_for(plan.total_steps))
             optim.set_lr(optimizer, lr)
+            if anneal:
+                model.temperature = preset.temperature_at(step / plan.total_steps)
             idx = order.indices(step * preset.batch_size + d.rank * local_batch, local_batch)
             host = train.batch(idx)
             padded = has_padding(host["attention_mask"])  # read on the host copy: no device sync in the step
@@ -214,8 +223,9 @@ def _pretrain(preset: Preset, plan: Plan, train: SequenceSource, heldout: Sequen
                     {"loss": float(result.loss.detach()), **{k: float(v) for k, v in result.metrics.items()}}, d
                 )
                 tok_s, mfu = meter.read()
+                temperature = {"temperature": model.temperature} if anneal else {}
                 row = {"step": done_steps, "flops": plan.flops_at(done_steps),
-                       "fraction": done_steps / plan.total_steps, "lr": lr, **metrics,
+                       "fraction": done_steps / plan.total_steps, "lr": lr, **temperature, **metrics,
                        "tokens_per_s": tok_s, "mfu": mfu}
                 if done_steps in diag_steps:
                     with torch.autocast(d.device.type, dtype=torch.bfloat16, enabled=bf16):
