@@ -30,7 +30,7 @@ def diagnostics(run: Path) -> list[dict]:
     out = []
     for r in rows:
         temperature = r.get("temperature", temperature)  # logged on training rows, not on diagnostics rows
-        if "diag/mlm_gain_nats" in r:
+        if "diag/mlm_gain_nats" in r and not (out and out[-1]["step"] == r["step"]):  # a resume logs it twice
             out.append({"step": r["step"], "fraction": round(r["fraction"], 4),
                         **({"temperature": round(temperature, 3)} if temperature is not None else {}),
                         **{k: round(r[f"diag/{k}"], 4) for k in KEYS if f"diag/{k}" in r}})
