@@ -30,7 +30,7 @@ def diagnostics(run: Path) -> list[dict]:
     out = []
     for r in rows:
         temperature = r.get("temperature", temperature)  # logged on training rows, not on diagnostics rows
-        if "diag/mlm_gain_nats" in r and not (out and out[-1]["step"] == r["step"]):  # a resume logs it twice
+        if "diag/mlm_gain_nats" in r and r["step"] not in {p["step"] for p in out}:  # some steps log it twice
             out.append({"step": r["step"], "fraction": round(r["fraction"], 4),
                         **({"temperature": round(temperature, 3)} if temperature is not None else {}),
                         **{k: round(r[f"diag/{k}"], 4) for k in KEYS if f"diag/{k}" in r}})
@@ -81,6 +81,8 @@ def main():
         if args.trajectory and not arg.startswith("init:"):
             for point in diagnostics(Path(arg)):
                 print(json.dumps({"run": arg, **point}), flush=True)
+            if not args.probe:
+                continue
         untrained = arg.startswith("init:")
         run = Path(arg[5:] if untrained else arg)
         line = {"run": arg}
