@@ -230,7 +230,7 @@ def test_every_figure_is_readable_on_random_flop_ranges(tmp_path, seed):
 
 def stored_runs():
     root = Path(__file__).resolve().parents[1]
-    paths = [FIXTURE_RUN, root / "results" / "long-cpu"]
+    paths = [FIXTURE_RUN, root / "results" / "long-cpu", root / "results" / "longer-cpu"]
     paths += [Path(p) for p in os.environ.get("ELECTRA_BENCH_STORED_RUNS", "").split(os.pathsep) if p]
     return [p for p in paths if (p / "scores.jsonl").is_file()]
 

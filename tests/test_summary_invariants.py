@@ -172,10 +172,10 @@ def test_learning_record_is_kept_when_the_logs_are_gone(tmp_path):
 
 
 def stored_runs():
-    """The committed fixture, results/long-cpu when this checkout has it, and any run folders listed
-    in ELECTRA_BENCH_STORED_RUNS (os.pathsep-separated)."""
+    """The committed fixture, results/long-cpu and results/longer-cpu when this checkout has them, and any
+    run folders listed in ELECTRA_BENCH_STORED_RUNS (os.pathsep-separated)."""
     root = Path(__file__).resolve().parents[1]
-    paths = [FIXTURE_RUN, root / "results" / "long-cpu"]
+    paths = [FIXTURE_RUN, root / "results" / "long-cpu", root / "results" / "longer-cpu"]
     paths += [Path(p) for p in os.environ.get("ELECTRA_BENCH_STORED_RUNS", "").split(os.pathsep) if p]
     return [p for p in paths if (p / "scores.jsonl").is_file()]
 
