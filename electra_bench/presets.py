@@ -222,8 +222,11 @@ def tiny() -> Preset:
     (docs/tuning.md): a 2,048-token vocabulary, dropout off, peak lr 2e-3, output layers started at the
     unigram prior. MLM masks 25%; RTD keeps the official 15% and generator 1/4, and samples the
     generator at temperature 2 (the official `temperature` knob): at temperature 1 the discriminator
-    finds no signal at any CPU budget we measured and its representations collapse (docs/tuning.md;
-    `--temperature 1` runs the standard objective, and its diagnostics flag it)."""
+    finds no signal at any CPU budget we measured (up to 1.2e14) and its representations collapse
+    (docs/tuning.md; `--temperature 1` runs the standard objective, and its diagnostics flag it).
+    Temperature 2 is the best measured through whole runs; `--temperature 1 --temperature-warmup
+    2:0.125:0.25` (standard from a quarter of the budget) learned in round 4 but was measured to 40% of
+    one run only."""
     return Preset(
         name="tiny",
         description="ours, for a 2-core CPU: the embedded default (chosen by learning diagnostics, docs/tuning.md)",
