@@ -225,7 +225,7 @@ def tiny() -> Preset:
     finds no signal at any CPU budget we measured (up to 1.2e14) and its representations collapse
     (docs/tuning.md; `--temperature 1` runs the standard objective, and its diagnostics flag it).
     Temperature 2 is the best measured through whole runs; `--temperature 1 --temperature-warmup
-    2:0.125:0.25` (standard from a quarter of the budget) learned in round 4 but was measured to 40% of
+    2:0.125:0.25` (standard from a quarter of the budget) learned in round 4 but was measured to 50% of
     one run only."""
     return Preset(
         name="tiny",
