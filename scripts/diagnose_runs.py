@@ -27,10 +27,11 @@ def diagnostics(run: Path) -> list[dict]:
     """Every diagnostics point logged by the run, in order."""
     rows = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines() if line.strip()]
     temperature = None
-    out = []
+    out, seen = [], set()
     for r in rows:
         temperature = r.get("temperature", temperature)  # logged on training rows, not on diagnostics rows
-        if "diag/mlm_gain_nats" in r and r["step"] not in {p["step"] for p in out}:  # some steps log it twice
+        if "diag/mlm_gain_nats" in r and r["step"] not in seen:  # some steps log it twice
+            seen.add(r["step"])
             out.append({"step": r["step"], "fraction": round(r["fraction"], 4),
                         **({"temperature": round(temperature, 3)} if temperature is not None else {}),
                         **{k: round(r[f"diag/{k}"], 4) for k in KEYS if f"diag/{k}" in r}})

@@ -3,7 +3,7 @@
 pre-training seed) and the untrained encoders on one task, with evaluation seeds, and say whether the
 ranking the run's probe gave holds under the paper's protocol (issue 23, part 4).
 
-    python scripts/finetune_control.py results/long-cpu-2 --task word-scramble --seeds 3
+    python scripts/finetune_control.py results/<run-id> --task word-scramble --seeds 3
 
 Scores go to RUN/controls/finetune-TASK.jsonl (written once, atomically; a rerun reuses the file) in the
 run's own score-row format; the table printed (and RUN/controls/finetune-TASK.md) gives, per encoder, the
