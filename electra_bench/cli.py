@@ -56,6 +56,19 @@ def _temperature_warmup(ctx, param, value: str | None) -> tuple[float, float, fl
     return start, hold, end
 
 
+def _checkpoints(ctx, param, value: str | None) -> tuple[float, ...] | None:
+    """--checkpoints as fractions (presets.parse_checkpoints); a malformed value is a usage error."""
+    if value is None:
+        return None
+    from .errors import BenchError
+    from .presets import parse_checkpoints
+
+    try:
+        return parse_checkpoints(value)
+    except BenchError as e:
+        raise click.BadParameter(str(e).split(": ", 1)[-1])
+
+
 def _note(line: str | None) -> None:
     if line:
         err.print(line, highlight=False, soft_wrap=True)
@@ -191,6 +204,9 @@ def override_options(fn):
                      help="Weight of the discriminator loss, ELECTRA's lambda (official disc_weight)."),
         click.option("--warmup-steps", type=click.IntRange(min=0),
                      help="Learning-rate warm-up in steps (official num_warmup_steps; default: the preset's fraction of the run)."),
+        click.option("--checkpoints", "checkpoint_fractions", callback=_checkpoints, metavar="F,F,...|N@FIRST",
+                     help="Budget fractions saved and scored, e.g. 0.25,0.5,1, or 7@0.125: 7 log-spaced from "
+                          "0.125 to 1 (default: the preset's)."),
     ]
     for o in reversed(opts):
         fn = o(fn)
@@ -203,7 +219,8 @@ def override_options(fn):
                                       ("steps", "batch_size", "seq_len", "generator_size", "lr", "mask_prob",
                                        "vocab_size", "rtd_temperature", "rtd_temperature_warmup", "dropout", "generator_layers",
                                        "uniform_generator", "embedding_sharing", "untied_generator",
-                                       "disallow_correct", "gen_weight", "disc_weight", "warmup_steps")})
+                                       "disallow_correct", "gen_weight", "disc_weight", "warmup_steps",
+                                       "checkpoint_fractions")})
         return fn(overrides=ov, **kw)
 
     return wrapper

@@ -291,6 +291,34 @@ class Overrides:
     untied_generator: bool | None = None
     disallow_correct: bool | None = None
     warmup_steps: int | None = None
+    checkpoint_fractions: tuple[float, ...] | None = None  # --checkpoints
+
+
+def parse_checkpoints(text: str) -> tuple[float, ...]:
+    """--checkpoints: fractions of the budget ("0.25,0.5,1"), or "N@FIRST": N fractions spaced evenly in
+    log FLOPs from FIRST to 1 ("7@0.125": 0.125, 0.1768, ..., 0.7071, 1), where a crossover is placed.
+    Rounded to 4 decimals (a checkpoint's directory name, layout.fraction_dir); the last must be 1, the
+    budget the comparison is at."""
+    text = text.strip()
+    try:
+        if "@" in text:
+            n_text, first_text = text.split("@", 1)
+            n, first = int(n_text), float(first_text)
+            if n < 2 or not 0 < first < 1:
+                raise ValueError
+            values = [first ** (1 - i / (n - 1)) for i in range(n)]
+        else:
+            values = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise BenchError(f"--checkpoints {text!r}: expected fractions of the budget like 0.25,0.5,1 or N@FIRST "
+                         f"like 7@0.125 (N >= 2 log-spaced fractions from FIRST in (0, 1) to 1)") from None
+    fractions = tuple(sorted({round(v, 4) for v in values}))
+    if not fractions or any(not 0 < f <= 1 for f in fractions):
+        raise BenchError(f"--checkpoints {text!r}: every fraction must be in (0, 1]")
+    if fractions[-1] != 1.0:
+        raise BenchError(f"--checkpoints {text!r}: the last checkpoint must be 1 (the whole budget, where the "
+                         f"objectives are compared)")
+    return fractions
 
 
 def resolve(name: str, ov: Overrides | None = None) -> Preset:
@@ -342,7 +370,7 @@ def resolve(name: str, ov: Overrides | None = None) -> Preset:
     for attr in ("batch_size", "seq_len", "generator_size", "lr", "mask_prob", "rtd_temperature",
                  "rtd_temperature_warmup", "gen_weight",
                  "disc_weight", "generator_layers", "uniform_generator", "embedding_sharing", "untied_generator",
-                 "disallow_correct", "warmup_steps"):
+                 "disallow_correct", "warmup_steps", "checkpoint_fractions"):
         if getattr(ov, attr) is not None:
             changes[attr] = getattr(ov, attr)
     # a value given on the command line applies to both objectives, over their tuned values

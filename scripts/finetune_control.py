@@ -46,7 +46,7 @@ def _jobs(spec, layout: RunLayout) -> list[tuple]:
 
 
 def _score(spec, label, seed, point, task):
-    return score_job(spec, label, seed, [point], {point[0]: [task]})
+    return score_job(spec, label, seed, [point], {point[0]: [task]})["rows"]
 
 
 def summarise(rows: list[dict], task_spec, run_rows: list[dict] = ()) -> list[dict]:

@@ -14,6 +14,8 @@ Three protocols, named in every result:
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from dataclasses import dataclass
 
@@ -62,6 +64,21 @@ def _sample(n: int, k: int | None, seed: int) -> np.ndarray:
     if k is None or k >= n:
         return idx
     return np.sort(np.random.default_rng([seed + 1, 7]).choice(n, size=k, replace=False))
+
+
+def dev_sha256(examples, index: np.ndarray, labels: np.ndarray) -> str:
+    """sha256 of the scored examples' texts and labels, in scoring order: what a stored prediction array
+    belongs to (reporting/predictions.py)."""
+    h = hashlib.sha256()
+    for i, y in zip(np.asarray(index).tolist(), np.asarray(labels).tolist()):
+        h.update(json.dumps([examples[i].text_a, examples[i].text_b, y]).encode())
+    return h.hexdigest()
+
+
+def _record(record: dict | None, split: str, examples, preds, labels, index) -> None:
+    """Keep one split's per-example predictions for `record` (the caller's dict), when one is given."""
+    if record is not None:
+        record[split] = (np.asarray(preds), labels, np.asarray(index), dev_sha256(examples, index, labels))
 
 
 def _score(spec, preds: np.ndarray, labels: np.ndarray, split: str) -> dict[str, float]:
@@ -139,9 +156,10 @@ def _features_for(cache: dict, key, encoder, tokenizer, examples, idx: np.ndarra
     return feats[idx]
 
 
-def probe(encoder: Encoder, task, tokenizer, recipe: Recipe, seed: int, device, cache: dict | None = None) -> dict:
+def probe(encoder: Encoder, task, tokenizer, recipe: Recipe, seed: int, device, cache: dict | None = None,
+          record: dict | None = None) -> dict:
     """Fit a linear model on frozen features of a seed-dependent training sample; `cache` keeps
-    features across seeds of one checkpoint."""
+    features across seeds of one checkpoint; `record` receives the per-example predictions per split."""
     # scikit-learn's estimators take ~1 s to import; only the probe needs them
     from sklearn.linear_model import LogisticRegression, Ridge
     from sklearn.pipeline import make_pipeline
@@ -164,7 +182,9 @@ def probe(encoder: Encoder, task, tokenizer, recipe: Recipe, seed: int, device, 
         examples = task.splits[split]
         ev = _sample(len(examples), recipe.max_eval_examples, -1)
         Xd = _features_for(cache, (spec.name, split), encoder, tokenizer, examples, ev, recipe.max_len, device)
-        results.update(_score(spec, model.predict(Xd), _labels_array(examples, spec.regression)[ev], split))
+        preds, labels = model.predict(Xd), _labels_array(examples, spec.regression)[ev]
+        _record(record, split, examples, preds, labels, ev)
+        results.update(_score(spec, preds, labels, split))
     return results
 
 
@@ -204,11 +224,24 @@ def initial_classifier(encoder_state: dict, encoder_cfg, num_labels: int, seed: 
     return SequenceClassifier(encoder, num_labels)
 
 
-def finetune(encoder_state: dict, encoder_cfg, task, tokenizer, recipe: Recipe, seed: int, device) -> dict:
-    """Fine-tune a fresh copy of the encoder on one task with one seed; returns dev metrics."""
+def finetune(encoder_state: dict, encoder_cfg, task, tokenizer, recipe: Recipe, seed: int, device,
+             record: dict | None = None) -> dict:
+    """Fine-tune a fresh copy of the encoder on one task with one seed; returns dev metrics (and puts the
+    per-example predictions per split in `record`, when given)."""
     model = fit_classifier(encoder_state, encoder_cfg, task, tokenizer, recipe, seed, device)
-    return {k: v for split in _eval_splits(task) for k, v in score_classifier(model, task, tokenizer, recipe, split,
-                                                                             device)[0].items()}
+    results = {}
+    for split in _eval_splits(task):
+        metrics, outputs = score_classifier(model, task, tokenizer, recipe, split, device)
+        examples = task.splits[split]
+        _record(record, split, examples, _predictions(task.spec, outputs),
+                _labels_array(examples, task.spec.regression), np.arange(len(examples)))
+        results.update(metrics)
+    return results
+
+
+def _predictions(spec, outputs: np.ndarray) -> np.ndarray:
+    """A classifier's outputs (N, labels) as what the metrics read: the regression value or the class id."""
+    return outputs[:, 0].astype(np.float64) if spec.regression else outputs.argmax(-1)
 
 
 def fit_classifier(encoder_state: dict, encoder_cfg, task, tokenizer, recipe: Recipe, seed: int, device
@@ -258,13 +291,14 @@ def score_classifier(model: SequenceClassifier, task, tokenizer, recipe: Recipe,
         b = encode_examples(tokenizer, [examples[j] for j in sel], recipe.max_len)
         out = model(b["input_ids"].to(device), b["segment_ids"].to(device), b["attention_mask"].to(device))
         outputs[sel] = out.float().cpu().numpy()
-    preds = outputs[:, 0].astype(np.float64) if spec.regression else outputs.argmax(-1)
-    return _score(spec, preds, _labels_array(examples, spec.regression), split), outputs
+    return _score(spec, _predictions(spec, outputs), _labels_array(examples, spec.regression), split), outputs
 
 
-def evaluate(encoder: Encoder, task, tokenizer, recipe: Recipe, seed: int, device, cache: dict | None = None) -> dict:
-    """Score one encoder on one task with one seed under the recipe's protocol."""
+def evaluate(encoder: Encoder, task, tokenizer, recipe: Recipe, seed: int, device, cache: dict | None = None,
+             record: dict | None = None) -> dict:
+    """Score one encoder on one task with one seed under the recipe's protocol; `record` (a dict) receives
+    {split: (predictions, labels, example indices, dev sha256)}."""
     if require("protocol", recipe.protocol, PROTOCOLS) == "probe":
-        return probe(encoder.to(device), task, tokenizer, recipe, seed, device, cache)
+        return probe(encoder.to(device), task, tokenizer, recipe, seed, device, cache, record)
     state = {k: v.detach().cpu().clone() for k, v in encoder.state_dict().items()}  # finetune, fewshot
-    return finetune(state, encoder.cfg, task, tokenizer, recipe, seed, device)
+    return finetune(state, encoder.cfg, task, tokenizer, recipe, seed, device, record)

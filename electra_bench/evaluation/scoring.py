@@ -23,13 +23,18 @@ def recipe_for(meta: dict, protocol: str, **overrides) -> Recipe:
                   layerwise_lr_decay=meta.get("layerwise_lr_decay", LAYERWISE_LR_DECAY), **overrides)
 
 
-def score_encoder(encoder, tokenizer, tasks, seeds: list[int], recipe: Recipe, device, on_result=None) -> list[dict]:
-    """Rows {task, seed, metric, value} for every task and seed; `on_result(task, seed, metrics)` after each."""
+def score_encoder(encoder, tokenizer, tasks, seeds: list[int], recipe: Recipe, device, on_result=None,
+                  predictions: dict | None = None) -> list[dict]:
+    """Rows {task, seed, metric, value} for every task and seed; `on_result(task, seed, metrics)` after each;
+    `predictions` (a dict) receives {task: {seed: {split: (predictions, labels, indices, dev sha256)}}}."""
     rows = []
     cache: dict = {}  # probe features are computed once per checkpoint
     for task in tasks:
         for seed in seeds:
-            metrics = evaluate(encoder, task, tokenizer, recipe, seed, device, cache)
+            record = {} if predictions is not None else None
+            metrics = evaluate(encoder, task, tokenizer, recipe, seed, device, cache, record)
+            if record is not None:
+                predictions.setdefault(task.spec.name, {})[seed] = record
             if on_result:
                 on_result(task, seed, metrics)
             rows += [{"task": task.spec.name, "seed": seed, "metric": m, "value": v} for m, v in metrics.items()]

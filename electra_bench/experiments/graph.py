@@ -156,7 +156,7 @@ def build_jobs(spec: CompareSpec, plans: dict, tasks: list, preset, layout: RunL
                         id=f"{prefix}score/{objective}/seed-{s}/frac-{point[0]:.4f}{task_part}", kind="score",
                         call=(score_job, spec, objective, s, [point], {point[0]: todo}), deps=deps,
                         flops=sum(cost[n] for n in group), done=(lambda t=todo: not t),
-                        on_result=None if run is None else run.append_scores))
+                        on_result=None if run is None else run.store_scored))
     return pre + score
 
 

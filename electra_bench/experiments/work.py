@@ -25,6 +25,7 @@ from ..data.task_sources import load_tasks
 from ..errors import BenchError
 from ..evaluation.scoring import recipe_for, score_encoder
 from ..objectives import initial_encoder
+from ..reporting import predictions
 from ..training import checkpoint
 from ..training import run as runner
 from ..training.distributed import resolve_device
@@ -100,9 +101,10 @@ def tasks_of(source: str | None, names: tuple[str, ...] | None) -> dict:
     return {t.spec.name: t for t in load_tasks(source, list(names) if names else None)}
 
 
-def score_job(spec: CompareSpec, label: str, pretrain_seed: int, points: list[tuple], todo: dict) -> list[dict]:
-    """Score encoders on the tasks still missing; returns score rows labelled `label` (an objective, or
-    "init" for the untrained encoder of this pre-training seed).
+def score_job(spec: CompareSpec, label: str, pretrain_seed: int, points: list[tuple], todo: dict) -> dict:
+    """Score encoders on the tasks still missing; returns {"rows": score rows labelled `label` (an objective,
+    or "init" for the untrained encoder of this pre-training seed), "predictions": [(label, pre-training
+    seed, fraction, TaskPredictions)]}: the per-example predictions behind them (RunDir.store_scored).
 
     `points`: (fraction, step, train FLOPs, checkpoint directory or None for the untrained encoder);
     `todo`: fraction -> task names to score. Generic on purpose: any encoder a loader can produce is one
@@ -114,17 +116,20 @@ def score_job(spec: CompareSpec, label: str, pretrain_seed: int, points: list[tu
                              "seq_len": p.seq_len}, spec.protocol, probe_pool=spec.probe_pool,
                             probe_examples=spec.probe_examples, max_eval_examples=spec.max_eval_examples)
         device = resolve_device(spec.device)
-        rows = []
+        rows, stored = [], []
         for fraction, step, flops, ckpt in points:
             names = todo[fraction]
             if ckpt is None:
                 encoder = initial_encoder(p.encoder, pretrain_seed)
             else:
                 encoder = checkpoint.load_encoder(ckpt)[0]
+            records: dict = {}
             for r in score_encoder(encoder, data.tokenizer, [tasks[n] for n in names], list(range(spec.seeds)),
-                                   recipe, device):
+                                   recipe, device, predictions=records):
                 rows.append({"objective": label, "fraction": fraction, "step": step, "train_flops": flops,
                              "convention": spec.convention, "task": r["task"], "seed": r["seed"],
                              "metric": r["metric"], "value": r["value"], "protocol": spec.protocol,
                              "pretrain_seed": pretrain_seed})
-        return rows
+            stored += [(label, pretrain_seed, fraction, predictions.collect(name, by_seed))
+                       for name, by_seed in records.items()]
+        return {"rows": rows, "predictions": stored}

@@ -243,6 +243,19 @@ class RunDir:
         self._scores = None
         return len(clean)
 
+    def store_scored(self, result) -> int:
+        """A scoring job's result (experiments/work.score_job): its per-example predictions first, then its
+        score rows, so a stored row's predictions exist. A plain list of rows is stored as rows."""
+        if isinstance(result, Mapping):
+            from .predictions import PredictionStore
+
+            self._require_writable("store predictions")
+            store = PredictionStore(self.path)
+            for objective, pretrain_seed, fraction, preds in result.get("predictions", ()):
+                store.write(objective, pretrain_seed, fraction, preds)
+            result = result["rows"]
+        return self.append_scores(result)
+
     def scores(self) -> pd.DataFrame:
         """All score rows as a DataFrame with the SCORE_FIELDS columns (empty when there are none).
 
