@@ -556,10 +556,14 @@ def sweep(preset, budget, generator_sizes, quick, convention, corpus, source, ta
 @click.option("--reference", "references", multiple=True, metavar="LABEL=SOURCE[@FLOPS]",
               help=REFERENCE_HELP + " Scored into the (one) compare run first.")
 @click.option("--device", default="auto", show_default=True, help=DEVICE_HELP + " (for --reference)")
-def report(runs, fmt, references, device):
+@click.option("--plan", "show_plan", is_flag=True,
+              help="Compare runs: the seeds the design needs, per checkpoint (the smallest difference it detects, "
+                   "the pre-training seeds that would resolve the measured one; docs/results.md).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (stable snake_case keys).")
+def report(runs, fmt, references, device, show_plan, as_json):
     """Paper-style table for one or more runs: compare runs in Table 1's layout with the headline,
     ablation runs in Table 5's."""
-    from .reporting.report import render_runs
+    from .reporting.report import plan_report, render_runs, report_json
 
     if references:
         from .experiments.references import add_to_run
@@ -567,6 +571,11 @@ def report(runs, fmt, references, device):
         if len(runs) != 1:
             raise BenchError("--reference scores into one compare run: give exactly one RUN")
         add_to_run(runs[0], list(references), device)
+    if show_plan:
+        plans = plan_report(runs)
+        return _emit_json(plans) if as_json else click.echo("\n".join(p["text"] for p in plans))
+    if as_json:
+        return _emit_json(report_json(runs))
     click.echo(render_runs(runs, fmt, width=out.width))
 
 

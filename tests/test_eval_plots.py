@@ -130,7 +130,12 @@ def test_score_plot_title_legend_and_axes_say_what_they_show(tmp_path):
     assert "Verdict: " + s["verdict"]["verdict"] in title.replace("\n", " ")
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert any(lab.startswith("untrained encoder: ") and "grey: its band" in lab for lab in labels)
-    assert "range over the 2 pre-training seeds" in fig.legends[0].get_title().get_text()
+    # the shaded band is each point's 95% CI, and drawn at it
+    assert "its 95% CI (seeds-only, 1000 replicates)" in fig.legends[0].get_title().get_text()
+    rtd = next(q for q in s["protocols"][s["main_protocol"]]["statistics"]["points"] if q["arm"] == "rtd@1.0000")
+    bands = [c for c in ax.collections if type(c).__name__ in ("FillBetweenPolyCollection", "PolyCollection")]
+    ys = [v for c in bands for path in c.get_paths() for v in path.vertices[:, 1]]
+    assert any(abs(y - rtd["ci"][0]) < 1e-9 for y in ys) and any(abs(y - rtd["ci"][1]) < 1e-9 for y in ys)
     assert "y axis zoomed:" in ax.get_ylabel() and "of the 0-100 scale" in ax.get_ylabel()
     right = [a for a in fig.findobj(match=lambda a: type(a).__name__ == "SecondaryAxis")]
     assert right and right[0].get_ylabel() == "points above the untrained encoder"

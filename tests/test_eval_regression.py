@@ -98,7 +98,8 @@ def test_default_tolerance_comes_from_the_baseline(tmp_path):
     regression.write_baseline(make_run(tmp_path, "good"), tmp_path / "b.json", tol=5.0)
     bad = make_run(tmp_path, "bad", rtd_final=72.0)
     res = regression.check(bad, tmp_path / "b.json")  # tol None: the baseline's 5.0
-    assert res.exit_code == 0 and all(c.tol == 5.0 for c in res.checks if c.status != "new")
+    assert res.exit_code == 0 and all(c.tol == 5.0 for c in res.checks
+                                      if c.status != "new" and not c.metric.startswith("verdict/"))
     assert regression.check(bad, tmp_path / "b.json", 1.0).exit_code == 1
     assert res.render().startswith("check bad against") and json.loads(res.render("json"))["ok"]
 
@@ -196,3 +197,16 @@ def test_committed_quick_baseline_matches_its_run():
     assert all(c.status == "ok" for c in res.checks)
     baseline = regression.load_baseline(root / "results" / "baselines" / "compare-quick.json")
     assert baseline["config"]["budget"] == "2e12" and baseline["info"]["headline/rtd_reaches_mlm_percent"] is None
+
+
+def test_a_verdict_flipped_beyond_noise_is_a_regression(tmp_path):
+    """The baseline ranks RTD ahead (CI excluding 0); a run that ranks MLM ahead the same way fails even
+    with tolerances too loose for any one metric to fail."""
+    regression.write_baseline(make_run(tmp_path, "good"), tmp_path / "b.json", tol=100.0)
+    assert regression.load_baseline(tmp_path / "b.json")["info"]["verdict_better"] == "rtd"
+    same = regression.check(make_run(tmp_path, "same"), tmp_path / "b.json")
+    assert same.exit_code == 0
+    assert [c.status for c in same.checks if c.metric == "verdict/rtd_minus_mlm"] == ["ok"]
+    flipped = regression.check(make_run(tmp_path, "flip", rtd_final=60.0), tmp_path / "b.json")
+    assert flipped.exit_code == 1
+    assert [c.metric for c in flipped.failures] == ["verdict/rtd_minus_mlm"]

@@ -32,9 +32,13 @@ def make_run(tmp_path, run_id="r1", curves=STANDARD):
 def test_markdown_has_header_and_rows(tmp_path):
     md = report.render([make_run(tmp_path)], "md")
     lines = md.splitlines()
-    assert lines[0] == "| Model | Train FLOPs | Params | Trained | Score | RTE | SST-2 |"
+    assert lines[0] == "| Model | Train FLOPs | Params | Trained | Score | 95% CI | RTE | SST-2 |"
     assert set(lines[1].replace("|", "")) == {"-"}
-    assert "| RTD tiny | 1.0e14 | 1.2M | 100% | 75.5 ± 0.5 (n=3) | 70.5 | 80.5 |" in lines
+    # the CI is of the mean over evaluation seeds (75.5), resampled over them: this run's seeds are 0.5 apart
+    row = next(line for line in lines if line.startswith("| RTD tiny | 1.0e14 | 1.2M | 100% | 75.5 ± 0.5 (n=3) | ["))
+    lo, hi = (float(x) for x in row.split("| [")[1].split("]")[0].split(", "))
+    assert lo < 75.5 < hi and row.endswith("] | 70.5 | 80.5 |")
+    assert "RTD - MLM = " in md and "95% CI" in md
     assert "| untrained | 0 |" in md
     assert "RTD reaches MLM's final score" in md
 
@@ -101,7 +105,7 @@ def test_terminal_table_fits_narrow_terminals(tmp_path, width):
     df = report.dataframe([run])
     for v in df["score_median"].dropna():
         assert f"{v:.1f}" in text
-    tasks = list(df.columns[list(df.columns).index("n_seeds") + 1:])
+    tasks = list(df.columns[list(df.columns).index("score_ci_high") + 1:])
     assert tasks and all(report.TASK_NAMES.get(t, t) in text for t in tasks)
     assert "Seeds per score" in text
 

@@ -2,11 +2,11 @@
 
 `plot_run` writes into `<run>/plots/` (or `out_dir`):
 - score_vs_flops: the aggregate score against pre-training FLOPs (log x, ticks at the checkpoints), one
-  line per objective with its shaded band (range over pre-training seeds, else evaluation seeds), the
-  untrained encoder as a dashed horizontal line with its grey band (it sits at 0 FLOPs, which a log axis
-  cannot show); each crossover that holds (reporting/crossover.py) as a vertical line over its range
-  over seeds, labelled in the legend; the title carries both headline sentences, the crossover lines
-  and the verdict; the left axis says which part of the 0-100 scale it shows, the right axis the
+  line per objective with its shaded 95% CI (reporting/statistics.py; the range over seeds for a summary
+  without statistics), the untrained encoder as a dashed horizontal line with its grey band (it sits at 0
+  FLOPs, which a log axis cannot show); each crossover that holds as a vertical line at the first
+  checkpoint from which the CI of the difference stays above 0, labelled in the legend; the title carries
+  both headline sentences, the crossover lines and the verdict; the left axis says which part of the 0-100 scale it shows, the right axis the
   difference from the untrained encoder; optionally the paper's published points.
 - tasks: one panel per task, its primary metric against FLOPs, same encoding; the legend takes the
   grid's empty slot (else it sits under the grid).
@@ -37,7 +37,7 @@ from matplotlib.text import Text
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter, NullLocator
 
 from ..atomic_io import atomic_path
-from . import crossover, learning, paper_points
+from . import learning, paper_points
 from . import summary as summary_mod
 from .results import RunDir
 from .text_formats import fmt_flops
@@ -257,6 +257,18 @@ def _draw_curves(ax, block: Mapping[str, Any], models: Mapping[str, Any], value_
     return xs_all
 
 
+def _score_band_of(block: Mapping[str, Any]):
+    """The score figure's band: each point's 95% CI (reporting/statistics.py) when the run has them, else
+    its range over seeds; and the words for the legend (None: the range's own)."""
+    stats = block.get("statistics") or {}
+    cis = {(q["objective"], round(q["fraction"], 4)): q["ci"] for q in stats.get("points", [])}
+    if not cis:
+        return _score_band, None
+    return (lambda p: tuple(cis[(p["objective"], round(p["fraction"], 4))])
+            if (p["objective"], round(p["fraction"], 4)) in cis else None), \
+        f"its 95% CI ({stats['method']}, {stats['n_boot']} replicates)"
+
+
 def _score_band(p: Mapping[str, Any]):
     s = p["score"]
     return (s["min"], s["max"]) if s.get("min") is not None and s.get("max") is not None else None
@@ -290,29 +302,29 @@ def _seeds_phrase(block: Mapping[str, Any]) -> tuple[str, str]:
 
 # how each reported crossover is marked: (colour, line style)
 CROSSOVER_STYLES = {"rtd_over_mlm": (COLORS["rtd"], "-."), "rtd_over_untrained": (COLORS["init"], ":")}
+CROSSOVER_NAMES = {"mlm": "MLM", "rtd": "RTD", "init": "the untrained encoder"}
 
 
 def _draw_crossovers(ax, block: Mapping[str, Any]) -> tuple[list, list[str]]:
-    """A vertical line at each reported crossover that holds, over a light span for its range over
-    seeds (to the end of the run when some seed does not stay ahead); returns legend handles and labels.
-    The labels go in the legend under the axes, where they cannot cover data or each other."""
+    """Each reported crossover that holds (reporting/statistics.crossover_from_ci): a vertical line at the
+    first checkpoint from which the 95% CI of the difference stays above 0, over a light span back to the
+    checkpoint before it (the crossover lies between); returns legend handles and labels, which go under
+    the axes where they cannot cover data or each other."""
     handles, labels = [], []
-    for key in crossover.REPORTED:
+    for key in CROSSOVER_STYLES:
         c = (block.get("crossover") or {}).get(key)
-        if not c or c["flops"] is None:
+        if not c or c.get("status") != "crossed" or c.get("from_flops") is None:
             continue
         color, style = CROSSOVER_STYLES[key]
-        line = ax.axvline(c["flops"], color=color, linestyle=style, linewidth=1.4, zorder=2.5, gid="crossover")
-        label = (f"crossover: {crossover.NAMES[c['objective']]} passes {crossover.NAMES[c['reference']]} beyond "
-                 f"the band\n{'by' if c['bound'] == 'at_most' else 'at'} {fmt_flops(c['flops'])} FLOPs")
+        line = ax.axvline(c["from_flops"], color=color, linestyle=style, linewidth=1.4, zorder=2.5, gid="crossover")
+        label = (f"crossover: {CROSSOVER_NAMES[c['objective']]} ahead of {CROSSOVER_NAMES[c['reference']]} "
+                 f"(95% CI above 0)\nfrom {fmt_flops(c['from_flops'])} FLOPs on")
         handle = line
-        if c["flops_low"] is not None and c["flops_low"] != c["flops_high"]:
-            high = c["flops_high"] if c["flops_high"] is not None else c["max_flops"]
-            span = ax.axvspan(c["flops_low"], high, color=color, alpha=0.08, linewidth=0, gid="crossover_range")
+        if c.get("after_flops"):
+            span = ax.axvspan(c["after_flops"], c["from_flops"], color=color, alpha=0.08, linewidth=0,
+                              gid="crossover_range")
             handle = (span, line)
-            label += (f" (shaded: {fmt_flops(c['flops_low'])} to {fmt_flops(c['flops_high'])}, "
-                      if c["flops_high"] is not None else f" (shaded: from {fmt_flops(c['flops_low'])}, ")
-            label += f"over {crossover.SEED_WORDS.get(c['seeds'], 'seed')}s)"
+            label += f" (shaded: it lies after {fmt_flops(c['after_flops'])})"
         handles.append(handle)
         labels.append(label)
     return handles, labels
@@ -352,8 +364,9 @@ def figure_scores(summary: Mapping[str, Any], *, protocol: str | None = None, pa
     conv = summary["flop_convention"]
     fig, axes = new_figure(size=(8.0, 6.4))
     ax = axes[0][0]
-    _draw_curves(ax, block, summary["models"], lambda p: p["score"]["value"], _score_band)
-    handles, labels = _legend_handles(block, summary["models"], lambda p: p["score"]["value"], _score_band)
+    band_of, band_words = _score_band_of(block)
+    _draw_curves(ax, block, summary["models"], lambda p: p["score"]["value"], band_of)
+    handles, labels = _legend_handles(block, summary["models"], lambda p: p["score"]["value"], band_of)
     cross_handles, cross_labels = _draw_crossovers(ax, block)
     handles += cross_handles
     labels += cross_labels
@@ -367,21 +380,14 @@ def figure_scores(summary: Mapping[str, Any], *, protocol: str | None = None, pa
         log_flops_axis(ax)  # the overlay spans decades: checkpoint ticks would crowd
     _draw_references(ax, block, handles, labels)
     title = [f"{suite} score vs pre-training compute ({protocol} protocol)"]
-    head = block.get("headline", {})
-    title += [h["text"] for h in (head.get("rtd_reaches_mlm"), head.get("mlm_reaches_rtd")) if h and h.get("text")]
-    title += crossover.lines(block)
-    verdict = block.get("verdict", {})
-    if verdict.get("verdict"):
-        diff = verdict.get("difference")
-        extra = ""
-        if diff is not None:
-            thr = verdict.get("threshold")
-            extra = f" (RTD - MLM = {diff:+.1f}" + (f", band {thr:.1f})" if thr is not None else ")")
-        title.append(f"Verdict: {verdict['verdict']}{extra}")
+    title += [line for line in summary_mod.headline_lines(summary, protocol)
+              if line.startswith(("RTD reaches", "MLM reaches", "RTD does not reach", "MLM does not reach",
+                                  "The untrained", "Crossover", "Verdict"))]
     ax.set_title(wrap("\n".join(title), 105), fontsize=8.5, loc="left")
     at = "; ticks at the checkpoints" if isinstance(ax.xaxis.get_major_locator(), FixedLocator) else ""
     ax.set_xlabel(f"pre-training FLOPs ({conv} convention, log scale{at})", fontsize=9)
     how, band = _seeds_phrase(block)
+    band = band_words or band
     agg = AGGREGATE_NAMES.get(summary["suite"]["aggregate"], summary["suite"]["aggregate"])
     ax.set_ylabel(f"{agg}\n({how})\n{_zoom_note(ax)}", fontsize=8.5)
     init = next((p for p in block["points"] if p["objective"] == "init"), None)
@@ -391,8 +397,7 @@ def figure_scores(summary: Mapping[str, Any], *, protocol: str | None = None, pa
         right.set_ylabel("points above the untrained encoder", fontsize=8.5)
     fig.legend(handles, labels, loc="outside lower center", ncols=2, fontsize=8, frameon=False,
                handler_map={tuple: HandlerTuple(ndivide=1)},
-               title=f"lines: score at each checkpoint; shaded: its band ({band}), the noise a difference must "
-                     "exceed", title_fontsize=8)
+               title=f"lines: score at each checkpoint; shaded: {band}", title_fontsize=8)
     return fig
 
 

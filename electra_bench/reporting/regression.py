@@ -22,7 +22,9 @@ that stops an objective from learning fails `check` even when the downstream sco
 
 `check` compares every baseline metric with the run's: `regressed` when it dropped by more than its
 tolerance, `improved` when it rose by more, `ok` otherwise, `missing` when the run lacks it (counted as
-a failure), `new` for metrics only the run has (informational). Exit codes for the CLI: 0 all within
+a failure), `new` for metrics only the run has (informational). The verdict is one more check
+(`verdict/rtd_minus_mlm`): when the baseline ranks one objective ahead with a 95% CI excluding 0 and the
+run ranks the other one ahead the same way, that is a regression (a flip beyond noise). Exit codes for the CLI: 0 all within
 tolerance, 1 any regressed or missing, 2 bad input (a BenchError, e.g. a missing or malformed baseline).
 
 Alike runs only. `config` records what makes two runs comparable (`run_config`): preset and its
@@ -104,6 +106,9 @@ def final_metrics(summary: Mapping[str, Any], protocol: str | None = None) -> tu
             info[f"headline/{key}_percent"] = h.get("percent")
     info["verdict"] = block["verdict"].get("verdict")
     info["verdict_kind"] = block["verdict"].get("kind")
+    info["verdict_better"] = block["verdict"].get("better")
+    info["verdict_difference"] = block["verdict"].get("difference")
+    info["verdict_ci"] = block["verdict"].get("ci")
     for obj in summary_mod.TRAINED:
         fp = summary_mod.final_point(block["points"], obj)
         if fp is not None:
@@ -371,7 +376,22 @@ def check(run: RunDir | Mapping[str, Any], baseline_path: str | Path, tol: float
                          config_differences=differences,
                          checks=compare_metrics(new_metrics, baseline["metrics"], tol))
     result.info["baseline_info"] = baseline.get("info", {})
+    flip = verdict_flip(baseline.get("info", {}), info)
+    if flip is not None:
+        result.checks.append(flip)
     return result
+
+
+def verdict_flip(old_info: Mapping[str, Any], new_info: Mapping[str, Any]) -> MetricCheck | None:
+    """The verdict as one check: a regression when baseline and run each rank one objective ahead with a
+    95% CI excluding 0 (reporting/statistics.py) and they rank opposite ones: a flip beyond noise, which
+    no per-metric tolerance stands for. None when the baseline records no ranked verdict."""
+    if old_info.get("verdict_kind") != "ranked" or old_info.get("verdict_better") is None:
+        return None
+    old, new = old_info.get("verdict_difference"), new_info.get("verdict_difference")
+    flipped = new_info.get("verdict_kind") == "ranked" and new_info.get("verdict_better") != old_info["verdict_better"]
+    return MetricCheck("verdict/rtd_minus_mlm", old, new, None if old is None or new is None else new - old, None,
+                       "regressed" if flipped else "ok")
 
 
 def compare_metrics(new_metrics: Mapping[str, float], baseline_metrics: Mapping[str, float],

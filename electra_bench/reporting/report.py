@@ -98,6 +98,8 @@ def _records(summaries: list[dict], protocol: str | None) -> tuple[list[dict], l
         for t in block["tasks"]:
             if t not in tasks:
                 tasks.append(t)
+        cis = {(q["objective"], round(q["fraction"], 4)): q["ci"]
+               for q in (block.get("statistics") or {}).get("points", [])}
         for p in block["points"]:
             model = s["models"].get(p["objective"], {})
             records.append({
@@ -115,6 +117,7 @@ def _records(summaries: list[dict], protocol: str | None) -> tuple[list[dict], l
                 "score": p["score"],
                 "tasks": {t: v.get("median") for t, v in p["tasks"].items()},
                 "point": p,
+                "ci": cis.get((p["objective"], round(p["fraction"], 4))),
             })
         for p in block.get("references", []):  # external checkpoints, at the FLOPs the user stated
             records.append({
@@ -142,6 +145,7 @@ def dataframe(runs: Sequence[RunDir | Mapping[str, Any]], *, protocol: str | Non
             "train_flops": r["train_flops"], "params": r["params"], "fraction": r["fraction"], "step": r["step"],
             "score_median": sc.get("value"), "score_min": sc.get("min"), "score_max": sc.get("max"),
             "score_std": sc.get("std"), "n_seeds": sc.get("n_seeds"),
+            "score_ci_low": (r.get("ci") or [None, None])[0], "score_ci_high": (r.get("ci") or [None, None])[1],
         }
         for t in tasks:
             row[t] = r["tasks"].get(t)
@@ -151,16 +155,30 @@ def dataframe(runs: Sequence[RunDir | Mapping[str, Any]], *, protocol: str | Non
 
 def _display_rows(records: list[dict], tasks: list[str], with_run: bool,
                   seeds_in_cell: bool = True) -> tuple[list[str], list[list[str]]]:
-    header = (["Run"] if with_run else []) + ["Model", "Train FLOPs", "Params", "Trained", "Score"] + [
+    header = (["Run"] if with_run else []) + ["Model", "Train FLOPs", "Params", "Trained", "Score", "95% CI"] + [
         TASK_NAMES.get(t, t) for t in tasks]
     rows = []
     for r in records:
         row = ([r["run_id"]] if with_run else []) + [
             r["model"], fmt_flops(r["train_flops"]), _params(r["params"]), _trained(r["point"]),
-            _score_text(r["score"], seeds_in_cell),
+            _score_text(r["score"], seeds_in_cell), _ci_text(r.get("ci")),
         ] + [_num(r["tasks"].get(t)) for t in tasks]
         rows.append(row)
     return header, rows
+
+
+def _ci_text(ci) -> str:
+    return "-" if not ci else f"[{ci[0]:.1f}, {ci[1]:.1f}]"
+
+
+def difference_lines(summary: Mapping[str, Any], protocol: str | None = None) -> list[str]:
+    """RTD - MLM at every shared checkpoint, with its 95% CI, p-value and P(RTD > MLM) (statistics.py)."""
+    stats = summary["protocols"][protocol or summary["main_protocol"]].get("statistics") or {}
+    out = []
+    for d in stats.get("differences", []):
+        out.append(f"At {100 * d['fraction']:.3g}% of the budget ({fmt_flops(d['train_flops'])} FLOPs): "
+                   f"{summary_mod.statistics.difference_text(d)}" + ("" if d["resolved"] else " (not resolved)"))
+    return out
 
 
 def _notes(summaries: list[dict], protocol: str | None, with_run: bool) -> list[str]:
@@ -172,6 +190,7 @@ def _notes(summaries: list[dict], protocol: str | None, with_run: bool) -> list[
         prefix = f"[{s['run_id']}] " if with_run else ""
         lines += [prefix + line for line in summary_mod.learning_lines(s)]
         lines += [prefix + line for line in summary_mod.headline_lines(s, proto)]
+        lines += [prefix + line for line in difference_lines(s, proto)]
     s0 = summaries[0]
     lines.append(
         f"Score: {s0['suite']['name']} ({s0['suite']['description']}), {protocol or s0['main_protocol']} protocol, "
@@ -179,6 +198,11 @@ def _notes(summaries: list[dict], protocol: str | None, with_run: bool) -> list[
         f"evaluation seeds); train FLOPs in the "
         f"{s0['flop_convention']} convention."
     )
+    st = s0["protocols"].get(protocol or s0["main_protocol"], {}).get("statistics") or {}
+    if st.get("method") not in (None, "none"):
+        lines.append(f"95% CI: {st['method']} ({st['n_boot']} replicates, seed {st['seed']}, "
+                     f"{'paired' if st.get('paired') else 'unpaired'} pre-training seeds, small-sample "
+                     f"correction; docs/results.md), of the mean over evaluation seeds.")
     refs = [p for s in summaries for p in s["protocols"].get(protocol or s["main_protocol"], {}).get("references", [])]
     if refs:
         lines.append("References: external checkpoints scored here with the same suite, protocol and evaluation "
@@ -207,11 +231,11 @@ def _compact_tables(records: list[dict], tasks: list[str], with_run: bool, title
     """The same numbers for a narrow terminal: the score table without the per-task columns, then the tasks as rows at each objective's last checkpoint and the
     untrained encoder (every point's per-task values stay in report.md and --format md/csv)."""
     main = Table(title=title)
-    for h in (["Run"] if with_run else []) + ["Model", "Train FLOPs", "Trained", "Score"]:
+    for h in (["Run"] if with_run else []) + ["Model", "Train FLOPs", "Trained", "Score", "95% CI"]:
         main.add_column(h, justify="left" if h in ("Run", "Model") else "right")
     for r in records:
         main.add_row(*([r["run_id"]] if with_run else []), r["model"], fmt_flops(r["train_flops"]),
-                     _trained(r["point"]), _score_text(r["score"], with_seeds=False))
+                     _trained(r["point"]), _score_text(r["score"], with_seeds=False), _ci_text(r.get("ci")))
     last: dict[tuple[str, str], dict] = {}
     for r in records:  # records are ordered by compute within an objective: the last one wins
         last[(r["run_id"], r["objective"])] = r
@@ -287,3 +311,54 @@ def _kind(path: str) -> str:
     if layout.sweep.is_file():
         return "a generator-size sweep"
     return "a compare run"  # anything else is read as one, and refused by load_compare_run in one line
+
+
+def plan_report(paths: Sequence[str]) -> list[dict]:
+    """`report --plan`: per compare run and checkpoint, RTD - MLM with its CI and the design's plan
+    (statistics.plan_text), as records with a `text` line each."""
+    out = []
+    for path in paths:
+        s = summary_mod.load_or_build(load_compare_run(path))
+        stats = s["protocols"][s["main_protocol"]].get("statistics") or {}
+        if not stats.get("differences"):
+            out.append({"run_id": s["run_id"], "fraction": None, "text": f"[{s['run_id']}] no interval to plan "
+                        f"from: {stats.get('note') or 'no checkpoint of both objectives'}"})
+        for d in stats.get("differences", []):
+            out.append({"run_id": s["run_id"], "fraction": d["fraction"], "train_flops": d["train_flops"],
+                        "difference": d["estimate"], "ci": d["ci"], "p_value": d["p_value"],
+                        "resolved": d["resolved"], "plan": d["plan"], "method": stats["method"],
+                        "text": f"[{s['run_id']}] {100 * d['fraction']:.3g}% ({fmt_flops(d['train_flops'])} FLOPs): "
+                                f"{summary_mod.statistics.difference_text(d)}; "
+                                f"{summary_mod.statistics.plan_text(d, stats.get('unit', 'pre-training seeds'))}"})
+    return out
+
+
+def report_json(paths: Sequence[str]) -> list[dict]:
+    """`report --json`: per run, the table's rows and the run's statements (compare runs: headline, verdict,
+    crossover, statistics); an ablation run's or a sweep's own JSON table."""
+    out = []
+    for path in paths:
+        kind = _kind(path)
+        layout = RunLayout(path)
+        if kind == "an ablation run":
+            out.append({"run_id": layout.root.name, "kind": "ablation", **_read(layout.ablation)})
+            continue
+        if kind == "a generator-size sweep":
+            out.append({"run_id": layout.root.name, "kind": "sweep", **_read(layout.sweep)})
+            continue
+        s = summary_mod.load_or_build(load_compare_run(path))
+        block = s["protocols"][s["main_protocol"]]
+        rows = dataframe([s]).astype(object).where(lambda d: d.notna(), None).to_dict("records")
+        out.append({"run_id": s["run_id"], "kind": "compare", "protocol": s["main_protocol"], "rows": rows,
+                    "headline": block["headline"], "verdict": block["verdict"], "crossover": block["crossover"],
+                    "statistics": block.get("statistics"), "learning": s.get("learning")})
+    return out
+
+
+def _read(path) -> dict:
+    import json
+
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise BenchError(f"{path}: cannot read ({e})") from None

@@ -52,17 +52,18 @@ import pandas as pd
 from .. import atomic_io
 from ..errors import BenchError, at
 from ..evaluation import glue_score
-from . import crossover, learning, references
+from . import learning, references, statistics
 from ..choices import FLOP_CONVENTIONS, PROTOCOLS
 from .results import RunDir
 from .text_formats import fmt_flops
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 3: statistics (Multi-Bootstrap), CI verdict and crossover
 TRAINED = ("mlm", "rtd")
 LABELS = {"mlm": "MLM", "rtd": "RTD", "init": "untrained"}
 
 VERDICT_TOO_SMALL = "budget too small to separate the objectives"
-VERDICT_NO_SEEDS = "not enough evaluation seeds to judge noise (need >= 2 per point)"
+VERDICT_NO_SEEDS = ("no interval: one pre-training seed and no stored predictions, nothing to resample "
+                    "(more pre-training seeds, or a rerun that stores predictions)")
 
 
 def fmt_percent(p: float) -> str:
@@ -291,46 +292,39 @@ def _ranges(*points: dict | None) -> list[float]:
     return [p["score"]["range"] for p in points if p is not None and p["score"]["range"] is not None]
 
 
-def noise_verdict(points: list[dict], learning_block: Mapping[str, Any] | None = None) -> dict:
-    """The noise rule of the module docstring, applied to the final points and init, after the
-    learning check. `kind`: not_learned | incomplete | too_small | no_noise | ranked | tie.
-
-    `exceeds_band` is the bare comparison |RTD - MLM| > threshold (null without a threshold);
-    `separated` is the verdict's: true exactly when kind is "ranked", so a run that is not ranked
-    (did not learn, too small, incomplete, no noise estimate, tie) never reads as separated."""
+def noise_verdict(points: list[dict], stats: Mapping[str, Any], learning_block: Mapping[str, Any] | None = None
+                  ) -> dict:
+    """The verdict from the statistics (reporting/statistics.py), after the learning check. `kind`:
+    not_learned | incomplete | too_small | no_noise | ranked | not_resolved. "ranked" (`separated`) exactly
+    when the 95% CI of RTD - MLM at the final checkpoint excludes 0; otherwise "not resolved with n
+    pre-training seeds", with the plan (the smallest difference the design detects, the seeds that would
+    resolve the measured one). An objective beats the untrained encoder when its CI against it is above 0.
+    `band` is the descriptive range over pre-training seeds (the larger of the two final points')."""
     finals = {o: final_point(points, o) for o in TRAINED}
-    init = next((p for p in points if p["objective"] == "init"), None)
-    out: dict[str, Any] = {
-        "rule": "differs beyond noise when |difference of scores| > max(band of the two points); band = range "
-                "over pre-training seeds (over evaluation seeds when there is one pre-training seed)",
-        "kind": None,
-        "difference": None,
-        "threshold": None,
-        "exceeds_band": None,
-        "separated": False,
-        "better": None,
-        "beats_untrained": {},
-        "not_learned": [],
-        "verdict": None,
-    }
-
-    def beyond(a: dict, b: dict) -> tuple[float, float | None, bool | None]:
-        diff = a["score"]["value"] - b["score"]["value"]
-        r = _ranges(a, b)
-        if not r:
-            return diff, None, None
-        return diff, max(r), abs(diff) > max(r)
-
     usable = {o: p for o, p in finals.items() if p is not None and p["score"]["value"] is not None}
-    if init is not None and init["score"]["value"] is not None:
-        for o, p in usable.items():
-            diff, thr, sep = beyond(p, init)
-            out["beats_untrained"][o] = {
-                "difference": diff, "threshold": thr, "beats": None if sep is None else bool(sep and diff > 0),
-            }
-    if len(usable) == 2:
-        diff, thr, sep = beyond(usable["rtd"], usable["mlm"])
-        out.update(difference=diff, threshold=thr, exceeds_band=sep)
+    out: dict[str, Any] = {
+        "rule": ("ranked when the 95% CI of RTD - MLM at the final checkpoint (Multi-Bootstrap over pre-training "
+                 "seeds and dev examples, docs/results.md) excludes 0"),
+        "method": stats.get("method"), "kind": None, "difference": None, "ci": None, "p_value": None,
+        "prob_improvement": None, "band": None, "separated": False, "better": None, "beats_untrained": {},
+        "not_learned": [], "n_pretrain_seeds": None, "plan": None, "carried_by": [], "verdict": None,
+    }
+    r = _ranges(*usable.values())
+    out["band"] = max(r) if r else None
+    final_fraction = min((p["fraction"] for p in usable.values()), default=None) if len(usable) == 2 else None
+    diff = next((d for d in stats.get("differences", []) if final_fraction is not None
+                 and abs(d["fraction"] - final_fraction) < 1e-9), None)
+    if diff is not None:
+        n = min(stats["n_pretrain_seeds"].get(f"rtd@{diff['fraction']:.4f}", 0),
+                stats["n_pretrain_seeds"].get(f"mlm@{diff['fraction']:.4f}", 0))
+        out.update(difference=diff["estimate"], ci=diff["ci"], p_value=diff["p_value"],
+                   prob_improvement=diff.get("prob_improvement"), plan=diff["plan"], n_pretrain_seeds=n)
+    for o, p in usable.items():
+        vs = next((v for v in stats.get("vs_untrained", []) if v["objective"] == o
+                   and abs(v["fraction"] - p["fraction"]) < 1e-9), None)
+        if vs is not None:
+            out["beats_untrained"][o] = {"difference": vs["estimate"], "ci": vs["ci"], "p_value": vs["p_value"],
+                                         "beats": vs["ci"][0] > 0}
     for o in TRAINED:
         for run in (learning_block or {}).get(o, {}).get("runs", []):
             if run.get("learned") is False:
@@ -341,29 +335,31 @@ def noise_verdict(points: list[dict], learning_block: Mapping[str, Any] | None =
         who = sorted({line.split(" (")[0] for line in out["not_learned"]})
         out["verdict"] = (f"not ranked: {' and '.join(who)} did not learn (see the learning diagnostics); "
                           "a score difference would compare a broken run, not the objectives")
-    elif not usable or len(usable) < 2:
+    elif len(usable) < 2:
         out["kind"] = "incomplete"
         out["verdict"] = ("no trained checkpoint has scores yet" if not usable
                           else f"only {LABELS[next(iter(usable))]} has scores: nothing to compare")
-    elif len(beats) == 2 and all(b is False for b in beats):
+    elif len(beats) == 2 and not any(beats):
         out["kind"] = "too_small"
         out["verdict"] = VERDICT_TOO_SMALL
-    elif out["exceeds_band"] is None:
+    elif diff is None:
         out["kind"] = "no_noise"
         out["verdict"] = VERDICT_NO_SEEDS
-    elif out["exceeds_band"]:
+    elif diff["resolved"]:
         out["kind"] = "ranked"
         out["separated"] = True
-        out["better"] = "rtd" if out["difference"] > 0 else "mlm"
-        out["verdict"] = (f"{LABELS[out['better']]} better than {LABELS['mlm' if out['better'] == 'rtd' else 'rtd']}"
-                          " beyond noise")
+        out["better"] = "rtd" if diff["estimate"] > 0 else "mlm"
+        other = "mlm" if out["better"] == "rtd" else "rtd"
+        out["verdict"] = f"{LABELS[out['better']]} ahead of {LABELS[other]} (95% CI of the difference excludes 0)"
+        out["carried_by"] = sorted(t for t, v in diff.get("leave_one_out", {}).items()
+                                   if not (v["resolved"] and (v["estimate"] > 0) == (diff["estimate"] > 0)))
     else:
-        out["kind"] = "tie"
-        out["verdict"] = "RTD and MLM within noise of each other"
+        out["kind"] = "not_resolved"
+        out["verdict"] = f"not resolved with {out['n_pretrain_seeds']} {stats.get('unit', 'pre-training seeds')}"
     return out
 
 
-VERDICT_KINDS = ("not_learned", "incomplete", "too_small", "no_noise", "ranked", "tie")
+VERDICT_KINDS = ("not_learned", "incomplete", "too_small", "no_noise", "ranked", "not_resolved")
 HEADLINE_BOUNDS = ("exact", "interpolated", "at_most", "untrained", "not_reached")
 
 
@@ -443,7 +439,28 @@ def _block_violations(block: Mapping[str, Any], learning_block: Mapping[str, Any
         if h is not None:
             bad += [f"headline.{key}: {v}" for v in _headline_violations(h, points)]
     bad += [f"verdict: {v}" for v in _verdict_violations(block["verdict"], points, learning_block)]
-    bad += crossover.violations(block)
+    bad += _crossover_violations(block)
+    return bad
+
+
+def _crossover_violations(block: Mapping[str, Any]) -> list[str]:
+    """A crossover that holds is a checkpoint from which the CI of the difference is above 0 to the end."""
+    bad = []
+    stats = block.get("statistics") or {}
+    for key, c in (block.get("crossover") or {}).items():
+        if not isinstance(c, Mapping) or "status" not in c:
+            continue
+        if key == "rtd_over_mlm":
+            los = sorted((d["fraction"], d["ci"][0]) for d in stats.get("differences", []))
+        else:
+            los = sorted((d["fraction"], d["ci"][0]) for d in stats.get("vs_untrained", [])
+                         if d["objective"] == c["objective"])
+        if c["status"] == "crossed":
+            after = [lo for f, lo in los if f >= c["from_fraction"] - 1e-12]
+            if not after or min(after) <= 0:
+                bad.append(f"crossover.{key}: crossed, but a CI at or after it reaches 0")
+        elif los and all(lo > 0 for _, lo in los):
+            bad.append(f"crossover.{key}: every CI is above 0, yet status {c['status']!r}")
     return bad
 
 
@@ -505,21 +522,14 @@ def _verdict_violations(v: Mapping[str, Any], points: list[dict], learning_block
     need(isinstance(v["verdict"], str) and v["verdict"], "no verdict sentence")
     finals = {o: final_point(points, o) for o in TRAINED}
     usable = {o: p for o, p in finals.items() if p is not None and p["score"]["value"] is not None}
-    diff, thr, exceeds = v["difference"], v["threshold"], v["exceeds_band"]
-    if len(usable) == 2:
-        need(diff is not None and _close(diff, usable["rtd"]["score"]["value"] - usable["mlm"]["score"]["value"]),
-             "difference is not RTD - MLM of the final scores")
-    else:
-        need(diff is None and thr is None and exceeds is None, "a difference without both final scores")
-    need(thr is None or thr >= 0, "negative threshold")
-    need((exceeds is None) == (thr is None or diff is None), "exceeds_band without a threshold, or none with one")
-    if exceeds is not None:
-        need(exceeds == (abs(diff) > thr), "exceeds_band != |difference| > threshold")
+    diff, ci = v["difference"], v["ci"]
+    need((diff is None) == (ci is None), "a difference without its CI, or a CI without one")
+    if ci is not None:
+        need(ci[0] <= ci[1], "CI lower bound above its upper bound")
+        need(0 < v["p_value"] <= 1, "p-value outside (0, 1]")
+    need(v["band"] is None or v["band"] >= 0, "negative band")
     for o, b in v["beats_untrained"].items():
-        need(b["threshold"] is None or b["threshold"] >= 0, f"beats_untrained.{o}: negative threshold")
-        need((b["beats"] is None) == (b["threshold"] is None), f"beats_untrained.{o}: beats without a threshold")
-        if b["beats"] is not None:
-            need(b["beats"] == (b["difference"] > b["threshold"]), f"beats_untrained.{o}: beats != difference > band")
+        need(b["beats"] == (b["ci"][0] > 0), f"beats_untrained.{o}: beats != CI above 0")
     flagged = any(r.get("learned") is False for o in TRAINED for r in (learning_block.get(o) or {}).get("runs", []))
     need((kind == "not_learned") == bool(v["not_learned"]) == flagged, "not_learned kind, list and learning disagree")
     if kind == "incomplete":
@@ -528,13 +538,13 @@ def _verdict_violations(v: Mapping[str, Any], points: list[dict], learning_block
         need(len(usable) == 2 and [b["beats"] for b in v["beats_untrained"].values()] == [False, False],
              "too_small while an objective beats (or was not compared with) the untrained encoder")
     elif kind == "no_noise":
-        need(len(usable) == 2 and exceeds is None, "no_noise with a noise estimate")
+        need(len(usable) == 2 and ci is None, "no_noise with an interval")
     elif kind == "ranked":
-        need(exceeds is True, "ranked within noise")
+        need(ci is not None and (ci[0] > 0 or ci[1] < 0), "ranked while the CI includes 0")
         need(v["better"] == ("rtd" if diff > 0 else "mlm"), "better is not the sign of the difference")
-        need(v["verdict"].startswith(LABELS[v["better"]] + " better"), "verdict sentence does not name the better one")
-    elif kind == "tie":
-        need(exceeds is False, "tie beyond noise")
+        need(v["verdict"].startswith(LABELS[v["better"]] + " ahead"), "verdict sentence does not name the better one")
+    elif kind == "not_resolved":
+        need(ci is not None and ci[0] <= 0 <= ci[1], "not_resolved while the CI excludes 0")
     return bad
 
 
@@ -654,6 +664,10 @@ def build_summary(run: RunDir, task_specs: Mapping[str, Any] | None = None, conv
             "rtd_reaches_mlm": _reach(points, "rtd", "mlm", convention),
             "mlm_reaches_rtd": _reach(points, "mlm", "rtd", convention),
         }
+        stats = statistics.compute(run, prows, scorer, points)
+        verdict = noise_verdict(points, stats, learning_block)
+        if verdict["carried_by"] and verdict["kind"] == "ranked":  # a lead that rests on one task says so
+            verdict["verdict"] += f"; not resolved without {', '.join(verdict['carried_by'])}"
         protocols[protocol] = {
             "tasks": sorted(prows["task"].unique()),
             "points": points,
@@ -665,8 +679,9 @@ def build_summary(run: RunDir, task_specs: Mapping[str, Any] | None = None, conv
             },
             "final": {o: (fp["fraction"] if (fp := final_point(points, o)) else None) for o in TRAINED},
             "headline": headline,
-            "verdict": noise_verdict(points, learning_block),
-            "crossover": crossover.crossovers(points, convention),
+            "verdict": verdict,
+            "crossover": statistics.crossover_from_ci(stats, convention),
+            "statistics": stats,
         }
         refs = reference_points(ref_rows[ref_rows["protocol"] == protocol], scorer)
         if refs:  # left out when there are none: summaries made before references existed stay as they were
@@ -699,21 +714,41 @@ def build_summary(run: RunDir, task_specs: Mapping[str, Any] | None = None, conv
 def headline_lines(summary: Mapping[str, Any], protocol: str | None = None) -> list[str]:
     """The headline sentences and the noise verdict, for reports."""
     block = summary["protocols"][protocol or summary["main_protocol"]]
-    lines = [h["text"] for h in (block["headline"].get("rtd_reaches_mlm"), block["headline"].get("mlm_reaches_rtd")) if h]
-    lines += crossover.lines(block)
+    stats = block.get("statistics") or {}
+    lines = []
+    for key in ("rtd_reaches_mlm", "mlm_reaches_rtd"):
+        h = block["headline"].get(key)
+        if not h:
+            continue
+        ci = (stats.get("headline") or {}).get(key)
+        text = h["text"]
+        if ci and h.get("percent") is not None:
+            lo, hi = ci["percent_ci"]
+            text += (f" [95% CI {fmt_percent(lo) if lo is not None else 'not reached'} to "
+                     f"{fmt_percent(hi) if hi is not None else 'not reached'}]")
+        lines.append(text)
+    cross = block.get("crossover") or {}
+    lines += [cross[k]["text"] for k in ("rtd_over_mlm", "rtd_over_untrained") if isinstance(cross.get(k), Mapping)
+              and "text" in cross[k]]
     verdict = block["verdict"]
     for o, b in verdict.get("beats_untrained", {}).items():
         if b.get("beats") is False:
-            band = f", band {b['threshold']:.1f}" if b.get("threshold") is not None else ""
-            lines.append(f"{LABELS[o]} does not beat the untrained encoder beyond noise "
-                         f"({LABELS[o]} - untrained = {b['difference']:+.1f}{band})")
+            lines.append(f"{LABELS[o]} does not beat the untrained encoder (95% CI of {LABELS[o]} - untrained: "
+                         f"{statistics.fmt_ci(b['ci'])}, estimate {b['difference']:+.1f})")
     lines += verdict.get("not_learned", [])
     if verdict.get("verdict"):
-        extra = ""
-        if verdict.get("difference") is not None:
-            thr = verdict.get("threshold")
-            extra = f" (RTD - MLM = {verdict['difference']:+.1f}" + (f", band {thr:.1f})" if thr is not None else ")")
-        lines.append(f"Verdict: {verdict['verdict']}{extra}")
+        line = f"Verdict: {verdict['verdict']}"
+        diff = next((d for d in stats.get("differences", []) if verdict.get("difference") is not None
+                     and d["estimate"] == verdict["difference"]), None)
+        if diff is not None:
+            line += f" ({statistics.difference_text(diff)})"
+            if verdict["kind"] == "ranked":
+                line += f"; {verdict['n_pretrain_seeds']} {stats.get('unit', 'pre-training seeds')}"
+        lines.append(line)
+        if diff is not None and verdict["kind"] in ("ranked", "not_resolved"):
+            lines.append(f"Plan: {statistics.plan_text(diff, stats.get('unit', 'pre-training seeds'))}")
+    if stats.get("method") == "seeds-only" or stats.get("note"):
+        lines.append(f"Statistics: {stats.get('method')}: {stats.get('note')}")
     return lines
 
 
