@@ -2,56 +2,21 @@
 its 95% CI, detection of a true difference, pairing, determinism; its weighted metrics against
 scikit-learn on explicitly resampled data; and the statistics of a run without stored predictions."""
 
+import importlib.util
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from electra_bench.evaluation.metrics import compute
 from electra_bench.reporting import bootstrap
-from electra_bench.reporting.bootstrap import TaskData, corrected, interval, multibootstrap, seed_df
+from electra_bench.reporting.bootstrap import multibootstrap
 
-
-def design(rng, n_seeds=4, n_examples=300, n_tasks=3, sd_seed=0.04, mu=(0.66, 0.68), shared=0.5, eval_sd=0.005):
-    """Two arms (mlm, rtd) on n_tasks binary tasks. Example i of a task has difficulty g_i ~ U(-0.2, 0.2)
-    (the same for both arms: example noise, paired); pre-training seed s moves an arm's accuracy by a seed
-    effect (`shared` of it common to both arms at that seed, as compare's paired seeds are); each of 3
-    evaluation seeds adds N(0, eval_sd). A run predicts example i correctly when U < q, q = mu_arm + effects
-    + g_i (U shared by the arms at (seed, evaluation seed)). E[accuracy] = mu_arm exactly (nothing is clipped),
-    so the true suite difference is 100 x (mu_rtd - mu_mlm)."""
-    tasks = []
-    for t in range(n_tasks):
-        g = rng.uniform(-0.2, 0.2, n_examples)
-        y = rng.integers(0, 2, n_examples)
-        common = rng.normal(0, sd_seed, n_seeds)
-        own = rng.normal(0, sd_seed, (n_seeds, 2))
-        preds = {"mlm": {}, "rtd": {}}
-        for s in range(n_seeds):
-            U = rng.random((3, n_examples))
-            for a, arm in enumerate(("mlm", "rtd")):
-                effect = shared * common[s] + (1 - shared) * own[s, a] + rng.normal(0, eval_sd, (3, 1))
-                q = np.clip(mu[a] + effect + g, 0, 1)
-                preds[arm][s] = np.where(U < q, y, 1 - y)
-        tasks.append(TaskData(f"t{t}", y, preds, {"accuracy": 1.0 / n_tasks}))
-    return tasks
-
-
-def difference(reps, small_sample=True, a="rtd", b="mlm"):
-    """(estimate, t_interval's dict) of a - b on the suite."""
-    ex = reps.examples[None][a] - reps.examples[None][b]
-    dev = reps.seed_dev[None][a] - reps.seed_dev[None][b]
-    est = reps.estimate[None][a] - reps.estimate[None][b]
-    return est, bootstrap.t_interval(ex, dev, est, seed_df(reps, [a, b]), small_sample=small_sample)
-
-
-def coverage(n_seeds, sd_seed, designs=200, n_boot=400, mu=(0.66, 0.68), **kw):
-    rng = np.random.default_rng(n_seeds * 1000 + int(sd_seed * 1e4))
-    true = 100 * (mu[1] - mu[0])
-    hits = {True: 0, False: 0}
-    for d in range(designs):
-        reps = multibootstrap(design(rng, n_seeds, sd_seed=sd_seed, mu=mu, **kw), n_boot, seed=d)
-        for small in (True, False):
-            lo, hi = difference(reps, small)[1]["ci"]
-            hits[small] += lo <= true <= hi
-    return {k: v / designs for k, v in hits.items()}
+_SPEC = importlib.util.spec_from_file_location(
+    "bootstrap_coverage", Path(__file__).resolve().parents[1] / "scripts" / "bootstrap_coverage.py")
+sim = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(sim)
+design, difference = sim.design, sim.difference
 
 
 @pytest.mark.parametrize("n_seeds", [4, 8])
@@ -59,7 +24,7 @@ def test_ci_covers_the_true_difference_in_90_to_98_percent_of_designs(n_seeds):
     """Seed noise of the size the committed CPU runs show (per-seed suite differences about 1.5 points
     apart); 200 designs each. The plain Multi-Bootstrap undercovers at 4 seeds (measured: ~0.8), which is
     why the small-sample correction exists."""
-    c = coverage(n_seeds, 0.04)
+    c = sim.coverage(n_seeds, 0.04)["coverage"]
     assert 0.90 <= c[True] <= 0.98, c
     if n_seeds == 4:
         assert c[False] < 0.90, c

@@ -39,7 +39,7 @@ def record_invocation(exp: Experiment) -> dict:
     atomic_io.append_jsonl(run.layout.history, {
         "started_utc": info["created_utc"], "wall_s": time.perf_counter() - exp.t0, "timings": exp.timings,
         "new_scores": len(run.scores()) - exp.n_scores_before, "command_line": info["command_line"],
-        "git": info["git"], "versions": info["versions"],
+        "git": info["git"], "versions": info["versions"], "numerics": info.get("numerics"),
         "parallelism": parallelism(exp.spec),
     })
     return work_done(atomic_io.read_jsonl(run.layout.history))

@@ -81,6 +81,7 @@ def experiment(spec: CompareSpec, root: str | Path, run_id: str, quiet: bool = F
                    "suite": suite_name(spec, tasks), "budget_flops": budget,
                    "plans": {o: pl.to_dict() for o, pl in plans.items()}, "parallelism": parallelism(spec),
                    "tasks": [t.spec.name for t in tasks], "task_source": tasks[0].source if tasks else None},
+            threads=spec.threads, device=spec.device,
         )
         if run.provenance() is None:  # a rerun keeps the provenance of the invocation that created the run
             run.write_provenance(provenance_info)

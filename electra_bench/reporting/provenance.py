@@ -121,9 +121,58 @@ def hardware() -> dict:
     return info
 
 
+# CPU features that decide which kernels torch and the BLAS dispatch to (so, the floating-point results)
+_ISA_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "avx512_fp16", "amx_bf16",
+              "amx_tile", "asimd", "sve")
+# environment variables that change those choices or the thread counts
+_NUMERIC_ENV = ("ATEN_CPU_CAPABILITY", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                "OPENBLAS_CORETYPE", "MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS", "CUBLAS_WORKSPACE_CONFIG")
+
+
+def _cpu_flags() -> list[str]:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith(("flags", "Features")):
+                    have = set(line.split(":", 1)[1].split())
+                    return [x for x in _ISA_FLAGS if x in have]
+    except OSError:
+        pass
+    return []
+
+
+def numerics(threads: int | None = None, device: str | None = None) -> dict:
+    """What changes floating-point results between two runs of the same code and seeds (docs/results.md,
+    "Reproducibility"): the CPU model, the instruction set torch dispatches its kernels to (and the CPU
+    features behind it), torch's build (git hash, BLAS, OpenMP), the threads each worker computes with,
+    the device, and the environment variables that override any of these."""
+    lines = torch.__config__.parallel_info().splitlines() + torch.__config__.show().splitlines()
+    blas = next((ln.strip() for ln in lines if "Math Kernel Library" in ln or "OpenBLAS" in ln), None)
+    try:
+        capability = torch.backends.cpu.get_cpu_capability()
+    except Exception:  # older torch
+        capability = None
+    return {
+        "cpu_model": _cpu_model(),
+        "cpu_capability": capability,
+        "cpu_flags": _cpu_flags(),
+        "torch_version": torch.__version__,
+        "torch_git": torch.version.git_version,
+        "torch_cuda": torch.version.cuda,
+        "blas": blas,
+        "openmp": bool(torch.backends.openmp.is_available()),
+        "threads": threads if threads is not None else torch.get_num_threads(),
+        "device": device,
+        "gpus": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+        if torch.cuda.is_available() else [],
+        "env": {k: os.environ[k] for k in _NUMERIC_ENV if k in os.environ},
+    }
+
+
 def collect(seeds: Mapping[str, Any], convention: str, data_hashes: Mapping[str, str],
-            extra: Mapping[str, Any] | None = None) -> dict:
-    """The provenance record of a run (written as provenance.json)."""
+            extra: Mapping[str, Any] | None = None, *, threads: int | None = None, device: str | None = None) -> dict:
+    """The provenance record of a run (written as provenance.json). `threads`, `device`: what the run's
+    workers compute with (the numerics block)."""
     require("FLOP convention", convention, FLOP_CONVENTIONS)
     hw = hardware()
     torch_info = hw.pop("torch")
@@ -134,6 +183,7 @@ def collect(seeds: Mapping[str, Any], convention: str, data_hashes: Mapping[str,
         "versions": package_versions(),
         "hardware": hw,
         "torch": torch_info,
+        "numerics": numerics(threads, device),
         "seeds": dict(seeds),
         "flop_convention": convention,
         "data_hashes": dict(data_hashes),
