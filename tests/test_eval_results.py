@@ -199,3 +199,15 @@ def test_a_torn_last_line_is_dropped_before_the_next_append(tmp_path, capsys):
     assert path.read_text() == '{"a": 1}\n{"a": 3}\n'
     assert read_jsonl(path) == [{"a": 1}, {"a": 3}]
     assert "dropped a torn last line" in capsys.readouterr().err
+
+
+def test_more_pretraining_seeds_extend_a_run_and_fewer_are_refused(tmp_path):
+    cfg = {"preset": "tiny", "budget": "1e12", "pretrain_seeds": 2}
+    with results.open_run(tmp_path, "r", cfg) as run:
+        run.append_scores([row()])
+    assert results.runs_with_fewer_seeds(tmp_path, {**cfg, "pretrain_seeds": 4}) == ["r"]
+    assert results.runs_with_fewer_seeds(tmp_path, {**cfg, "pretrain_seeds": 4, "budget": "2e12"}) == []
+    with results.open_run(tmp_path, "r", {**cfg, "pretrain_seeds": 4}) as run:
+        assert len(run.scores()) == 1 and run.config["pretrain_seeds"] == 4
+    with pytest.raises(BenchError, match="different config"):
+        results.open_run(tmp_path, "r", {**cfg, "pretrain_seeds": 3})

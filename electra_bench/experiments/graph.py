@@ -26,7 +26,7 @@ from ..errors import BenchError
 from ..evaluation.scoring import recipe_for
 from ..layout import PretrainLayout, RunLayout
 from ..reporting import provenance
-from ..reporting.results import RunDir, open_run
+from ..reporting.results import RunDir, open_run, runs_with_fewer_seeds
 from ..training import run as runner
 from ..training.trainer import unusable_part
 from . import sizing
@@ -72,6 +72,11 @@ def experiment(spec: CompareSpec, root: str | Path, run_id: str, quiet: bool = F
     note = runner.budget_note(p, budget, spec.convention)
     if note and not quiet:
         print(note, file=sys.stderr)
+    if not (Path(root) / run_id).exists():
+        fewer = runs_with_fewer_seeds(root, spec.to_dict())
+        if fewer:  # more seeds name a new run; say how to extend the one there is instead
+            print(f"note: {', '.join(fewer)} has this config with fewer pre-training seeds; `--run-id "
+                  f"{fewer[0]}` adds the seeds to it instead of starting a new run", file=sys.stderr)
     with open_run(root, run_id, spec.to_dict()) as run:
         provenance_info = provenance.collect(
             seeds={"pretrain": list(range(spec.pretrain_seeds)), "eval": list(range(spec.seeds)), "data_packing": 0},

@@ -318,8 +318,9 @@ def open_run(root: str | Path, run_id: str, config: Mapping[str, Any], *, create
     """Open `root/run_id` for writing, holding its lock until `.close()` / the `with` block ends.
 
     A new run directory is created atomically and config.json written. An existing run is reused when
-    its config.json equals `config` (so a rerun skips finished parts, see `RunDir.has_score`); a
-    different config is a BenchError naming the differing keys. `create=False` requires the run to exist.
+    its config.json equals `config` (so a rerun skips finished parts, see `RunDir.has_score`), or differs
+    only by asking for more pre-training seeds (the run is extended: config.json records the new count);
+    any other difference is a BenchError naming the differing keys. `create=False` requires the run to exist.
     """
     if not isinstance(run_id, str) or not _SAFE_ID.match(run_id):
         raise BenchError(f"invalid run id {run_id!r}: letters, digits, '.', '_' or '-', not starting with '.'")
@@ -347,7 +348,9 @@ def open_run(root: str | Path, run_id: str, config: Mapping[str, Any], *, create
         config_path = run.layout.config
         if config_path.exists():
             stored = read_json(config_path, "run config")
-            if stored != wanted:
+            if _adds_seeds(stored, wanted):  # the same run with more pre-training seeds: extend it
+                atomic_io.write_json(config_path, wanted)
+            elif stored != wanted:
                 keys = _diff_keys(stored, wanted)
                 shown = ", ".join(keys[:5]) + (f" and {len(keys) - 5} more" if len(keys) > 5 else "")
                 raise BenchError(
@@ -360,6 +363,31 @@ def open_run(root: str | Path, run_id: str, config: Mapping[str, Any], *, create
         run.close()
         raise
     return run
+
+
+def _adds_seeds(stored: Any, wanted: Any) -> bool:
+    """Whether `wanted` is `stored` with more pre-training seeds (compare's `pretrain_seeds`): resuming such
+    a run adds seeds and keeps every score it has."""
+    if not (isinstance(stored, dict) and isinstance(wanted, dict)):
+        return False
+    a, b = stored.get("pretrain_seeds"), wanted.get("pretrain_seeds")
+    rest = lambda d: {k: v for k, v in d.items() if k != "pretrain_seeds"}  # noqa: E731
+    return isinstance(a, int) and isinstance(b, int) and b > a and rest(stored) == rest(wanted)
+
+
+def runs_with_fewer_seeds(root: str | Path, config: Mapping[str, Any]) -> list[str]:
+    """Run ids under `root` whose config is `config` with fewer pre-training seeds: what `--run-id` would
+    extend (a run's default id hashes its seed count, so more seeds alone name a new run)."""
+    wanted = _normalise(dict(config))
+    out = []
+    for path in sorted(Path(root).glob("*/config.json")):
+        try:
+            stored = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if _adds_seeds(stored, wanted):
+            out.append(path.parent.name)
+    return out
 
 
 def load_run(path: str | Path) -> RunDir:
