@@ -48,9 +48,15 @@ class TaskData:
     still computed when listed, for per-task reporting)."""
 
     name: str
-    labels: np.ndarray
+    labels: np.ndarray | None  # None: `preds` holds stored metric values, not predictions (below)
     preds: dict[str, dict[int, np.ndarray]]
     metrics: dict[str, float]
+
+    @classmethod
+    def from_values(cls, name: str, values: dict[str, dict[int, np.ndarray]], metrics: dict[str, float]):
+        """A task known only by its stored metric values, values[arm][seed] (evaluation seeds, metrics in the
+        order of `metrics`): its examples cannot be resampled, so a replicate moves seeds only."""
+        return cls(name, None, values, metrics)
 
 
 @dataclass
@@ -277,8 +283,9 @@ def multibootstrap(tasks: list[TaskData], n_boot: int = 1000, seed: int = 0, *, 
     per_seed: dict = {None: {a: {s: 0.0 for s in seeds[a]} for a in arms}}
     weights = {}
     for t in tasks:
-        W = example_weights(len(t.labels), n_boot, rng)
-        ones = np.ones((1, len(t.labels)))
+        if t.labels is not None:
+            W = example_weights(len(t.labels), n_boot, rng)
+            ones = np.ones((1, len(t.labels)))
         task_w = sum(t.metrics.values())
         weights[t.name] = task_w
         for store in (examples, seed_dev, s_only):
@@ -294,8 +301,12 @@ def multibootstrap(tasks: list[TaskData], n_boot: int = 1000, seed: int = 0, *, 
                     keys += [(a, s)] * len(arr)
                     rows.append(arr)
             P = np.concatenate(rows)
-            rep = metric_values(metric, P, t.labels, W)  # (R, B)
-            full = metric_values(metric, P, t.labels, ones)[:, 0]  # (R,)
+            if t.labels is None:  # stored values: column k is metric k, the same under every example draw
+                full = P[:, list(t.metrics).index(metric)].astype(np.float64)
+                rep = np.repeat(full[:, None], n_boot, axis=1)
+            else:
+                rep = metric_values(metric, P, t.labels, W)  # (R, B)
+                full = metric_values(metric, P, t.labels, ones)[:, 0]  # (R,)
             share = w / task_w if task_w else 0.0  # the metric's share of its task's number
             for a in arms:
                 # mean over evaluation seeds inside each pre-training seed: (n, B) and (n,)

@@ -140,8 +140,8 @@ def _check_rows(rows, objective, fraction, pseed, task, eval_seeds, bases, arr, 
 
 
 def _from_scores(rows, weights, arms, seeds, eval_seeds) -> list[bootstrap.TaskData]:
-    """Each run's stored metric values as one-example 'predictions' of a metric that reads them back: the
-    resampling then only moves pre-training seeds (examples are fixed)."""
+    """Each run's stored metric values (bootstrap.TaskData.from_values): the resampling then only moves
+    pre-training seeds, the examples are fixed."""
     out = []
     for task, metrics in weights.items():
         preds: dict = {}
@@ -157,7 +157,7 @@ def _from_scores(rows, weights, arms, seeds, eval_seeds) -> list[bootstrap.TaskD
                     vals = [ps[(ps["seed"] == e) & (ps["metric"] == m)]["value"] for e in eval_seeds]
                     cols.append([float(v.iloc[-1]) if len(v) else math.nan for v in vals])
                 preds[a][s] = np.array(cols, dtype=np.float64).T  # (E, metrics)
-        out.append(bootstrap.TaskData(task, np.zeros(len(metrics)), preds, dict(metrics)))
+        out.append(bootstrap.TaskData.from_values(task, preds, dict(metrics)))
     return out
 
 
@@ -169,47 +169,6 @@ def _eval_seeds_as_units(tasks: list[bootstrap.TaskData]) -> list[bootstrap.Task
                  for a, by_seed in t.preds.items()}
         out.append(bootstrap.TaskData(t.name, t.labels, preds, t.metrics))
     return out
-
-
-def _seeds_only_bootstrap(tasks: list[bootstrap.TaskData], n_boot: int, seed: int) -> bootstrap.Replicates:
-    """multibootstrap over stored values: the metric of 'prediction column k' is the stored value of the
-    task's k-th metric, the same under every example weight."""
-    rng = np.random.default_rng([seed, 31])
-    arms = list(tasks[0].preds)
-    seeds = {a: sorted(tasks[0].preds[a]) for a in arms}
-    paired = len({tuple(s) for s in seeds.values()}) == 1
-    if paired:
-        shared = bootstrap.seed_counts(len(seeds[arms[0]]), n_boot, rng)
-        counts = {a: shared for a in arms}
-    else:
-        counts = {a: bootstrap.seed_counts(len(seeds[a]), n_boot, rng) for a in arms}
-    ex: dict = {None: {a: np.zeros(n_boot) for a in arms}}
-    dev: dict = {None: {a: np.zeros(n_boot) for a in arms}}
-    so: dict = {None: {a: np.zeros(n_boot) for a in arms}}
-    est: dict = {None: {a: 0.0 for a in arms}}
-    per_seed: dict = {None: {a: {s: 0.0 for s in seeds[a]} for a in arms}}
-    for t in tasks:
-        for store in (ex, dev, so):
-            store[t.name] = {a: np.zeros(n_boot) for a in arms}
-        est[t.name] = {a: 0.0 for a in arms}
-        per_seed[t.name] = {a: {s: 0.0 for s in seeds[a]} for a in arms}
-        total = sum(t.metrics.values())
-        for k, (m, w) in enumerate(t.metrics.items()):
-            for a in arms:
-                xf = np.array([np.nanmean(t.preds[a][s][:, k]) for s in seeds[a]])
-                n = len(xf)
-                d = (counts[a] * xf).sum(1) / n - xf.mean()
-                share = w / total if total else 0.0
-                for store, val in ((ex, np.full(n_boot, xf.mean())), (dev, d), (so, xf.mean() + d)):
-                    store[t.name][a] += share * val
-                    store[None][a] += w * val
-                est[t.name][a] += share * xf.mean()
-                est[None][a] += w * xf.mean()
-                for s, v in zip(seeds[a], xf):
-                    per_seed[t.name][a][s] += share * v
-                    per_seed[None][a][s] += w * v
-    return bootstrap.Replicates(arms, seeds, n_boot, paired, ex, dev, so, est, per_seed,
-                                {t.name: sum(t.metrics.values()) for t in tasks})
 
 
 # ---- statements ---------------------------------------------------------------------------------------
@@ -303,12 +262,11 @@ def compute(run, rows: pd.DataFrame, scorer, points: list[dict], *, n_boot: int 
     elif method == "multi-bootstrap" and n_seeds < 2:
         note = ("one pre-training seed: resampled over dev examples only, so the intervals leave out "
                 "pre-training-seed noise (more seeds: --pretrain-seeds)")
-    reps = (bootstrap.multibootstrap(task_data, n_boot, seed) if method == "multi-bootstrap"
-            else _seeds_only_bootstrap(task_data, n_boot, seed))
+    reps = bootstrap.multibootstrap(task_data, n_boot, seed)
     out = {**base, "method": method, "note": note, "paired": reps.paired,
            "unit": "evaluation seeds" if method == "eval-seeds-only" else "pre-training seeds",
            "n_pretrain_seeds": {a: len(s) for a, s in reps.seeds.items()},
-           "examples": {t.name: int(len(t.labels)) for t in task_data} if method == "multi-bootstrap" else None,
+           "examples": {t.name: int(len(t.labels)) for t in task_data if t.labels is not None} or None,
            "points": [], "differences": [], "vs_untrained": []}
     for o, f in arms:
         a = arm_key(o, f)
