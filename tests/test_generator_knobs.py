@@ -323,14 +323,16 @@ def test_temperature_warmup_reaches_the_sampler_through_the_trainer(tmp_path, sy
     from electra_bench.training.budget import make_plan
     from electra_bench.training.trainer import TrainOptions, pretrain
 
+    from electra_bench.objectives import generator
+
     used = []
-    real = objectives.sample_replacements
+    real = generator.sample_replacements
 
     def recording(logits, originals, temperature, *args, **kw):
         used.append(temperature)
         return real(logits, originals, temperature, *args, **kw)
 
-    monkeypatch.setattr(objectives, "sample_replacements", recording)
+    monkeypatch.setattr(generator, "sample_replacements", recording)
     p = _preset(rtd_temperature=1.0, rtd_temperature_warmup=(3.0, 0.25, 0.75))
     plan = make_plan("rtd", "measured", 8e9 + 5e8, 1e9, (1.0,))
     pretrain(p, plan, synthetic(96, 32, V), None, SP, tmp_path, TrainOptions(quiet=True, log_every=1, peak_flops=1e11))

@@ -7,7 +7,7 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from electra_bench import objectives
+from electra_bench.objectives import mlm as mlm_objective
 from electra_bench.cli import main
 from electra_bench.experiments.compare import CompareSpec, run_compare
 from electra_bench.reporting.regression import write_baseline, score_tolerances
@@ -34,13 +34,13 @@ def test_check_fails_on_shuffled_labels_and_passes_on_the_real_objective(tmp_pat
     ok = runner.invoke(main, ["check", str(real), "--baseline", str(baseline)])
     assert ok.exit_code == 0, ok.output
 
-    original = objectives._weighted_mlm
+    original = mlm_objective.weighted_mlm
 
     def shuffled(logits, labels, weights):
         perm = torch.randperm(labels.numel(), generator=torch.Generator().manual_seed(0))
         return original(logits, labels.flatten()[perm].view_as(labels), weights)
 
-    monkeypatch.setattr(objectives, "_weighted_mlm", shuffled)
+    monkeypatch.setattr(mlm_objective, "weighted_mlm", shuffled)
     broken = _run(tmp_path, "broken")
     bad = runner.invoke(main, ["check", str(broken), "--baseline", str(baseline)])
     assert bad.exit_code == 1, bad.output

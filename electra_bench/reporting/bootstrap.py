@@ -24,7 +24,7 @@ pre-training seeds; where examples do, the bootstrap's normal interval. `scripts
 measures coverage on synthetic designs with known differences (docs/results.md has its table); without the
 correction a 4-seed design whose noise is mostly seed noise covers about 80% instead of 95%.
 
-Outputs are replicate arrays (what statistics.py turns into CIs, p-values and plans) and the estimates on
+Outputs are replicate arrays (what confidence.py turns into CIs, p-values and plans) and the estimates on
 the full data. Deterministic for a given `seed`.
 """
 

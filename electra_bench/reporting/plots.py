@@ -2,7 +2,7 @@
 
 `plot_run` writes into `<run>/plots/` (or `out_dir`):
 - score_vs_flops: the aggregate score against pre-training FLOPs (log x, ticks at the checkpoints), one
-  line per objective with its shaded 95% CI (reporting/statistics.py; the range over seeds for a summary
+  line per objective with its shaded 95% CI (reporting/confidence.py; the range over seeds for a summary
   without statistics), the untrained encoder as a dashed horizontal line with its grey band (it sits at 0
   FLOPs, which a log axis cannot show); each crossover that holds as a vertical line at the first
   checkpoint from which the CI of the difference stays above 0, labelled in the legend; the title carries
@@ -258,7 +258,7 @@ def _draw_curves(ax, block: Mapping[str, Any], models: Mapping[str, Any], value_
 
 
 def _score_band_of(block: Mapping[str, Any]):
-    """The score figure's band: each point's 95% CI (reporting/statistics.py) when the run has them, else
+    """The score figure's band: each point's 95% CI (reporting/confidence.py) when the run has them, else
     its range over seeds; and the words for the legend (None: the range's own)."""
     stats = block.get("statistics") or {}
     cis = {(q["objective"], round(q["fraction"], 4)): q["ci"] for q in stats.get("points", [])}
@@ -306,7 +306,7 @@ CROSSOVER_NAMES = {"mlm": "MLM", "rtd": "RTD", "init": "the untrained encoder"}
 
 
 def _draw_crossovers(ax, block: Mapping[str, Any]) -> tuple[list, list[str]]:
-    """Each reported crossover that holds (reporting/statistics.crossover_from_ci): a vertical line at the
+    """Each reported crossover that holds (reporting/confidence.crossover_from_ci): a vertical line at the
     first checkpoint from which the 95% CI of the difference stays above 0, over a light span back to the
     checkpoint before it (the crossover lies between); returns legend handles and labels, which go under
     the axes where they cannot cover data or each other."""

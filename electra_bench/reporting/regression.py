@@ -384,7 +384,7 @@ def check(run: RunDir | Mapping[str, Any], baseline_path: str | Path, tol: float
 
 def verdict_flip(old_info: Mapping[str, Any], new_info: Mapping[str, Any]) -> MetricCheck | None:
     """The verdict as one check: a regression when baseline and run each rank one objective ahead with a
-    95% CI excluding 0 (reporting/statistics.py) and they rank opposite ones: a flip beyond noise, which
+    95% CI excluding 0 (reporting/confidence.py) and they rank opposite ones: a flip beyond noise, which
     no per-metric tolerance stands for. None when the baseline records no ranked verdict."""
     if old_info.get("verdict_kind") != "ranked" or old_info.get("verdict_better") is None:
         return None

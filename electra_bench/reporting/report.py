@@ -22,7 +22,7 @@ from rich.table import Table
 from ..errors import BenchError
 from . import summary as summary_mod
 from ..layout import RunLayout
-from . import ablation, sweep
+from . import ablation, confidence, sweep
 from .results import RunDir, load_compare_run
 from .summary import fmt_flops
 from .text_formats import FORMATS, latex_table, markdown_table
@@ -172,12 +172,12 @@ def _ci_text(ci) -> str:
 
 
 def difference_lines(summary: Mapping[str, Any], protocol: str | None = None) -> list[str]:
-    """RTD - MLM at every shared checkpoint, with its 95% CI, p-value and P(RTD > MLM) (statistics.py)."""
+    """RTD - MLM at every shared checkpoint, with its 95% CI, p-value and P(RTD > MLM) (confidence.py)."""
     stats = summary["protocols"][protocol or summary["main_protocol"]].get("statistics") or {}
     out = []
     for d in stats.get("differences", []):
         out.append(f"At {100 * d['fraction']:.3g}% of the budget ({fmt_flops(d['train_flops'])} FLOPs): "
-                   f"{summary_mod.statistics.difference_text(d)}" + ("" if d["resolved"] else " (not resolved)"))
+                   f"{confidence.difference_text(d)}" + ("" if d["resolved"] else " (not resolved)"))
     return out
 
 
@@ -315,7 +315,7 @@ def _kind(path: str) -> str:
 
 def plan_report(paths: Sequence[str]) -> list[dict]:
     """`report --plan`: per compare run and checkpoint, RTD - MLM with its CI and the design's plan
-    (statistics.plan_text), as records with a `text` line each."""
+    (confidence.plan_text), as records with a `text` line each."""
     out = []
     for path in paths:
         s = summary_mod.load_or_build(load_compare_run(path))
@@ -328,8 +328,8 @@ def plan_report(paths: Sequence[str]) -> list[dict]:
                         "difference": d["estimate"], "ci": d["ci"], "p_value": d["p_value"],
                         "resolved": d["resolved"], "plan": d["plan"], "method": stats["method"],
                         "text": f"[{s['run_id']}] {100 * d['fraction']:.3g}% ({fmt_flops(d['train_flops'])} FLOPs): "
-                                f"{summary_mod.statistics.difference_text(d)}; "
-                                f"{summary_mod.statistics.plan_text(d, stats.get('unit', 'pre-training seeds'))}"})
+                                f"{confidence.difference_text(d)}; "
+                                f"{confidence.plan_text(d, stats.get('unit', 'pre-training seeds'))}"})
     return out
 
 

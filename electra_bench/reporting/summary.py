@@ -52,7 +52,7 @@ import pandas as pd
 from .. import atomic_io
 from ..errors import BenchError, at
 from ..evaluation import glue_score
-from . import learning, references, statistics
+from . import confidence, learning, references
 from ..choices import FLOP_CONVENTIONS, PROTOCOLS
 from .results import RunDir
 from .text_formats import fmt_flops
@@ -294,7 +294,7 @@ def _ranges(*points: dict | None) -> list[float]:
 
 def noise_verdict(points: list[dict], stats: Mapping[str, Any], learning_block: Mapping[str, Any] | None = None
                   ) -> dict:
-    """The verdict from the statistics (reporting/statistics.py), after the learning check. `kind`:
+    """The verdict from the statistics (reporting/confidence.py), after the learning check. `kind`:
     not_learned | incomplete | too_small | no_noise | ranked | not_resolved. "ranked" (`separated`) exactly
     when the 95% CI of RTD - MLM at the final checkpoint excludes 0; otherwise "not resolved with n
     pre-training seeds", with the plan (the smallest difference the design detects, the seeds that would
@@ -664,7 +664,7 @@ def build_summary(run: RunDir, task_specs: Mapping[str, Any] | None = None, conv
             "rtd_reaches_mlm": _reach(points, "rtd", "mlm", convention),
             "mlm_reaches_rtd": _reach(points, "mlm", "rtd", convention),
         }
-        stats = statistics.compute(run, prows, scorer, points)
+        stats = confidence.compute(run, prows, scorer, points)
         verdict = noise_verdict(points, stats, learning_block)
         if verdict["carried_by"] and verdict["kind"] == "ranked":  # a lead that rests on one task says so
             verdict["verdict"] += f"; not resolved without {', '.join(verdict['carried_by'])}"
@@ -680,7 +680,7 @@ def build_summary(run: RunDir, task_specs: Mapping[str, Any] | None = None, conv
             "final": {o: (fp["fraction"] if (fp := final_point(points, o)) else None) for o in TRAINED},
             "headline": headline,
             "verdict": verdict,
-            "crossover": statistics.crossover_from_ci(stats, convention),
+            "crossover": confidence.crossover_from_ci(stats, convention),
             "statistics": stats,
         }
         refs = reference_points(ref_rows[ref_rows["protocol"] == protocol], scorer)
@@ -734,19 +734,19 @@ def headline_lines(summary: Mapping[str, Any], protocol: str | None = None) -> l
     for o, b in verdict.get("beats_untrained", {}).items():
         if b.get("beats") is False:
             lines.append(f"{LABELS[o]} does not beat the untrained encoder (95% CI of {LABELS[o]} - untrained: "
-                         f"{statistics.fmt_ci(b['ci'])}, estimate {b['difference']:+.1f})")
+                         f"{confidence.fmt_ci(b['ci'])}, estimate {b['difference']:+.1f})")
     lines += verdict.get("not_learned", [])
     if verdict.get("verdict"):
         line = f"Verdict: {verdict['verdict']}"
         diff = next((d for d in stats.get("differences", []) if verdict.get("difference") is not None
                      and d["estimate"] == verdict["difference"]), None)
         if diff is not None:
-            line += f" ({statistics.difference_text(diff)})"
+            line += f" ({confidence.difference_text(diff)})"
             if verdict["kind"] == "ranked":
                 line += f"; {verdict['n_pretrain_seeds']} {stats.get('unit', 'pre-training seeds')}"
         lines.append(line)
         if diff is not None and verdict["kind"] in ("ranked", "not_resolved"):
-            lines.append(f"Plan: {statistics.plan_text(diff, stats.get('unit', 'pre-training seeds'))}")
+            lines.append(f"Plan: {confidence.plan_text(diff, stats.get('unit', 'pre-training seeds'))}")
     if stats.get("method") == "seeds-only" or stats.get("note"):
         lines.append(f"Statistics: {stats.get('method')}: {stats.get('note')}")
     return lines

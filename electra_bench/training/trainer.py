@@ -109,18 +109,26 @@ def measure_peak_flops(device: torch.device, dtype: torch.dtype, n: int = 2048, 
     return 2 * n**3 / best
 
 
+def compile_options(device: torch.device) -> dict:
+    """torch.compile's options for `--compile` on this device: on CUDA the step is captured in CUDA graphs
+    (inductor's "reduce-overhead" mode), which replays the whole step as one launch instead of hundreds of
+    kernel launches from Python (a small model at its paper batch is launch-bound: docs/performance.md);
+    on CPU inductor's default."""
+    return {"mode": "reduce-overhead"} if device.type == "cuda" else {}
+
+
 def compile_forward(module: torch.nn.Module, **compile_kwargs) -> Callable:
     """What `--compile` runs in place of `module` (possibly DDP-wrapped): one definition, so that
     benchmarks/bench_train.py --compile times the step `pretrain --compile` trains with.
 
-    MLM and RTD compile their `compute` (`compile_step`): one graph without breaks, while the random draws
-    stay eager (torch.compile cannot trace a `torch.Generator`; compiling the whole module would break its
-    graph there). The Table 5 ablation objectives have no such split and are compiled whole."""
+    Every objective compiles its `compute` (`Objective.compile_step`): one graph without breaks, while the
+    random draws stay eager (torch.compile cannot trace a `torch.Generator`; compiling the whole module would
+    break its graph there). A module that is not an `Objective` is refused: it would run eager, silently."""
     inner = module.module if isinstance(module, torch.nn.parallel.DistributedDataParallel) else module
-    if hasattr(inner, "compile_step"):
-        inner.compile_step(**compile_kwargs)
-        return module
-    return torch.compile(module, **compile_kwargs)
+    if not isinstance(inner, objectives.Objective):
+        raise BenchError(f"--compile: {type(inner).__name__} is not an objective with a compute step to compile")
+    inner.compile_step(**compile_kwargs)
+    return module
 
 
 def pretrain(
@@ -182,7 +190,8 @@ def _pretrain(preset: Preset, plan: Plan, train: SequenceSource, heldout: Sequen
     optimizer = optim.pretraining_optimizer(model, preset, d.device)
     start_step = _resume(out, model, optimizer, opts.resume, d, diag)
     wrapped = distributed.wrap(model, d)
-    forward = compile_forward(wrapped) if opts.compile else wrapped
+    forward = compile_forward(wrapped, **compile_options(d.device)) if opts.compile else wrapped
+    graphs = opts.compile and d.device.type == "cuda"  # CUDA graphs: each step is a new replay (below)
     # an emulated bf16 matmul runs at about 1 GFLOP/s here: at n = 2048 the peak alone would take minutes
     emulated = bf16 and d.device.type == "cpu" and not cpu_has_native_bf16()
     peak = opts.peak_flops or measure_peak_flops(d.device, torch.bfloat16 if bf16 else torch.float32,
@@ -199,21 +208,23 @@ def _pretrain(preset: Preset, plan: Plan, train: SequenceSource, heldout: Sequen
         bar.update(start_step, plan.flops_at(start_step), 0.0, None, {})
         if _stop_requested(d, at_sync=True):  # during start-up: the state on disk is this step's already
             raise Terminated(f"at step {start_step} of {plan.total_steps}")
+        batches = _Batches(train, order, preset.batch_size, local_batch, d)
         for step in range(start_step, plan.total_steps):
             model.train()
             lr = optim.lr_at(step, plan.total_steps, preset.lr, preset.warmup_for(plan.total_steps))
             optim.set_lr(optimizer, lr)
             if anneal:
                 model.temperature = preset.temperature_at(step / plan.total_steps)
-            idx = order.indices(step * preset.batch_size + d.rank * local_batch, local_batch)
-            host = train.batch(idx)
-            padded = has_padding(host["attention_mask"])  # read on the host copy: no device sync in the step
-            batch = {k: v.to(d.device, non_blocking=True) for k, v in host.items()}
+            batch, padded = batches.get(step)
             seed = step_seed(opts.seed, step, d.rank)
             torch.manual_seed(seed)  # dropout
             rng = torch.Generator(device=d.device).manual_seed(seed)
+            if graphs:  # the previous step's outputs are no longer read: the graphs may reuse their memory
+                torch.compiler.cudagraph_mark_step_begin()
             result = train_step(functools.partial(forward, padded=padded), optimizer, batch, rng, clip_params,
                                 preset.grad_clip, d.device.type, bf16)
+            if step + 1 < plan.total_steps:
+                batches.prepare(step + 1)  # the host's share of the next step, while the device runs this one
             finite.add(result.loss)
             done_steps = step + 1
             meter.tick()
@@ -305,6 +316,32 @@ def _resume(out: PretrainLayout, model, optimizer, resume: bool, d, diag: "_Diag
         if start_step == 0 and diag.enabled:
             atomic_io.append_jsonl(out.log, {"step": 0, "flops": 0.0, "fraction": 0.0, **diag.row()})
     return start_step
+
+
+class _Batches:
+    """Each step's batch on the device, and whether it is padded (read on the host: no device sync in the
+    step). The next step's batch is gathered while the device runs this one (`prepare`), into pinned memory
+    on CUDA, so its copy to the device is asynchronous; on a CPU the same work in the same order."""
+
+    def __init__(self, train: SequenceSource, order: "_Order", batch_size: int, local_batch: int, d):
+        self.train, self.order, self.batch_size, self.local_batch, self.d = train, order, batch_size, local_batch, d
+        self.pin = d.device.type == "cuda"
+        self._next: tuple[int, dict, bool] | None = None
+
+    def prepare(self, step: int) -> None:
+        idx = self.order.indices(step * self.batch_size + self.d.rank * self.local_batch, self.local_batch)
+        host = self.train.batch(idx)
+        padded = has_padding(host["attention_mask"])
+        if self.pin:
+            host = {k: v.pin_memory() for k, v in host.items()}
+        self._next = (step, host, padded)
+
+    def get(self, step: int) -> tuple[dict[str, torch.Tensor], bool]:
+        if self._next is None or self._next[0] != step:
+            self.prepare(step)
+        _, host, padded = self._next
+        self._next = None
+        return {k: v.to(self.d.device, non_blocking=True) for k, v in host.items()}, padded
 
 
 class _LogSchedule:

@@ -1,4 +1,4 @@
-"""A run's statistics from its stored per-example predictions (reporting/predictions.py, statistics.py):
+"""A run's statistics from its stored per-example predictions (reporting/predictions.py, confidence.py):
 the Multi-Bootstrap when predictions reproduce the score rows, the seeds-only fallback (said) when they do
 not or are missing, the prediction store's round trip, and the verdict, crossover and plan they feed."""
 
