@@ -71,7 +71,7 @@ from electra_bench.model import count_parameters, has_padding, resolve_precision
 from electra_bench.objectives import corrupt, choose_positions
 from electra_bench.training.optim import lr_at, pretraining_optimizer, set_lr
 from electra_bench.training.step import train_step
-from electra_bench.training.trainer import compile_forward, measure_peak_flops, step_seed
+from electra_bench.training.trainer import compile_forward, compile_options, measure_peak_flops, step_seed
 
 SPECIAL = special_tokens.DEFAULT
 LR_SCHEDULE_STEPS = 10_000  # lr_at() is evaluated every step, as in the trainer; its value does not matter here
@@ -137,33 +137,47 @@ class _Loss:
     loss: torch.Tensor  # what training/step.train_step reads of a forward's result
 
 
-def _train_step(module, optimizer, clip_params, preset, device, bf16, loss_fn) -> Callable[[int], torch.Tensor]:
+def _train_step(module, optimizer, clip_params, preset, device, bf16, loss_fn, graphs: bool = False
+                ) -> Callable[[int], torch.Tensor]:
     """The trainer's loop body for step i: its lr schedule, seeds and `training.step.train_step` (the
     function the trainer calls), shared by both implementations: only `loss_fn(rng)` differs."""
     forward = lambda batch, rng: _Loss(loss_fn(rng))  # noqa: E731 (the batch is bound in loss_fn)
 
+    bad = torch.zeros((), dtype=torch.bool, device=device)
+
     def step(i: int) -> torch.Tensor:
+        nonlocal bad
         module.train()
         set_lr(optimizer, lr_at(i, LR_SCHEDULE_STEPS, preset.lr, preset.warmup_fraction))
         seed = step_seed(0, i, 0)
         torch.manual_seed(seed)  # dropout
         rng = torch.Generator(device=device).manual_seed(seed)  # masking, replacements, samples
+        if graphs:  # CUDA graphs (compile mode reduce-overhead): a new replay, as the trainer marks it
+            torch.compiler.cudagraph_mark_step_begin()
         result = train_step(forward, optimizer, {}, rng, clip_params, preset.grad_clip, device.type, bf16)
-        if not torch.isfinite(result.loss):  # HF's Trainer checks too; ours reads it at log steps only
-            raise RuntimeError(f"non-finite loss at step {i}")
+        # as the trainer: a device-side flag, read once per window (check_finite), not a host read per step
+        bad = bad | ~torch.isfinite(result.loss.detach())
         return result.loss.detach()
 
+    def check_finite() -> None:
+        if bool(bad):
+            raise RuntimeError("non-finite loss")
+
+    step.check_finite = check_finite
     return step
 
 
-def build_ours(preset, objective: str, batch: dict, device: torch.device, bf16: bool, compile: bool | str = False) -> Runner:
+def build_ours(preset, objective: str, batch: dict, device: torch.device, bf16: bool, compile: bool | str = False,
+               mode: str | None = None) -> Runner:
     torch.manual_seed(0)
     model = objectives.build(objective, preset, SPECIAL).to(device)
     optimizer, clip_params = make_optimizer(model, preset, device)
-    forward = compile_forward(model, **_compile_kwargs(compile)) if compile else model  # as `pretrain --compile`
+    kwargs = _compile_kwargs(compile, mode, device)
+    forward = compile_forward(model, **kwargs) if compile else model  # as `pretrain --compile`
     padded = has_padding(batch["attention_mask"].cpu())  # as the trainer: decided on the host, once per batch
     step = _train_step(model, optimizer, clip_params, preset, device, bf16,
-                       lambda rng: forward(batch, rng, padded=padded).loss)
+                       lambda rng: forward(batch, rng, padded=padded).loss,
+                       graphs=bool(compile) and kwargs.get("mode") == "reduce-overhead")
     name = "MaskedLM" if objective == "mlm" else "ReplacedTokenDetection"
     return Runner("ours", name, count_parameters(model), step, model)
 
@@ -186,7 +200,9 @@ def _hf_config(cfg, cls):
     return BertConfig(**kw)
 
 
-def build_hf(preset, objective: str, batch: dict, device: torch.device, bf16: bool, compile: bool | str = False) -> Runner:
+def build_hf(preset, objective: str, batch: dict, device: torch.device, bf16: bool, compile: bool | str = False,
+             mode: str | None = None) -> Runner:
+    """HF's models at the same configuration; compiled whole with torch.compile (and `mode`) when asked."""
     from transformers import BertForMaskedLM, ElectraForMaskedLM, ElectraForPreTraining
 
     torch.manual_seed(0)
@@ -207,7 +223,7 @@ def build_hf(preset, objective: str, batch: dict, device: torch.device, bf16: bo
             model, name = ElectraForMaskedLM(_hf_config(enc, "electra")), "ElectraForMaskedLM (E!=H)"
         model.to(device)
         container = model
-        model = torch.compile(model, **_compile_kwargs(compile)) if compile else model
+        model = torch.compile(model, **_compile_kwargs(compile, mode, device)) if compile else model
 
         def loss_fn(rng):
             positions, weights, _, labels = mask(rng)
@@ -223,7 +239,8 @@ def build_hf(preset, objective: str, batch: dict, device: torch.device, bf16: bo
         assert gen.generator_lm_head.weight is disc.electra.embeddings.word_embeddings.weight
         name = "ElectraForMaskedLM + ElectraForPreTraining"
         if compile:
-            gen, disc = torch.compile(gen, **_compile_kwargs(compile)), torch.compile(disc, **_compile_kwargs(compile))
+            kw = _compile_kwargs(compile, mode, device)
+            gen, disc = torch.compile(gen, **kw), torch.compile(disc, **kw)
 
         def loss_fn(rng):
             positions, weights, originals, labels = mask(rng)
@@ -240,16 +257,23 @@ def build_hf(preset, objective: str, batch: dict, device: torch.device, bf16: bo
             return g.loss + preset.disc_weight * d.loss
 
     optimizer, clip_params = make_optimizer(container, preset, device)
-    step = _train_step(container, optimizer, clip_params, preset, device, bf16, loss_fn)
+    graphs = bool(compile) and _compile_kwargs(compile, mode, device).get("mode") == "reduce-overhead"
+    step = _train_step(container, optimizer, clip_params, preset, device, bf16, loss_fn, graphs=graphs)
     return Runner("hf", name, count_parameters(container), step, container)
 
 
 BUILDERS = {"ours": build_ours, "hf": build_hf}
 
 
-def _compile_kwargs(compile) -> dict:
-    """`compile` is False, True (torch.compile's default backend, inductor, as the trainer) or a backend name."""
-    return {"backend": compile} if isinstance(compile, str) and compile != "inductor" else {}
+def _compile_kwargs(compile, mode: str | None = None, device: torch.device | None = None) -> dict:
+    """`compile` is False, True (torch.compile's default backend, inductor, as the trainer) or a backend name;
+    `mode`: inductor's mode ("default", "reduce-overhead": CUDA graphs); None: the trainer's for the device
+    (trainer.compile_options: CUDA graphs on CUDA). Other backends take no mode."""
+    if isinstance(compile, str) and compile != "inductor":
+        return {"backend": compile}
+    if mode is None:
+        return compile_options(device) if device is not None else {}
+    return {} if mode == "default" else {"mode": mode}
 
 
 # ------------------------------------------------------------------------------------------- timing
@@ -282,7 +306,8 @@ def bench_config(preset, objective: str, impls: list[str], device, bf16: bool, a
     batch = packed_batch(preset.batch_size, preset.seq_len, preset.encoder.vocab_size, device)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
-    runners = [BUILDERS[impl](preset, objective, batch, device, bf16, args.compile_backend) for impl in impls]
+    runners = [BUILDERS[impl](preset, objective, batch, device, bf16, args.compile_backend, args.compile_mode)
+               for impl in impls]
     first_loss, warm_s, first_s = {}, {}, {}
     for r in runners:
         t0 = time.perf_counter()
@@ -296,6 +321,8 @@ def bench_config(preset, objective: str, impls: list[str], device, bf16: bool, a
     if n is None:  # auto: about --target-seconds per window for the faster implementation
         n = max(2, min(200, math.ceil(args.target_seconds / max(1e-6, min(warm_s.values())))))
     times, next_step = alternating_windows({r.impl: r.step for r in runners}, n, args.repeats, args.warmup + 1, device)
+    for r in runners:
+        r.step.check_finite()
     tokens = n * preset.batch_size * preset.seq_len
     out = {}
     if args.profile:  # after the timed windows, so profiling overhead never touches tokens/s
@@ -619,6 +646,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--compile-backend", default="inductor",
                     help="torch.compile backend with --compile (default inductor, the trainer's; aot_eager: "
                          "traces forward and backward without code generation, for quick CPU smoke runs)")
+    ap.add_argument("--compile-mode", default=None, choices=["default", "reduce-overhead"],
+                    help="inductor's mode with --compile (default: the trainer's: reduce-overhead, i.e. CUDA graphs, "
+                         "on CUDA; default on CPU)")
     ap.add_argument("--no-hf", action="store_true", help="skip the HuggingFace columns")
     ap.add_argument("--no-memory", action="store_true", help="skip the peak-memory subprocesses")
     ap.add_argument("--memory-steps", type=int, default=3, help="steps each memory subprocess runs (default 3)")
@@ -664,6 +694,7 @@ def main(argv: list[str] | None = None) -> int:
         "peak_dtype": str(peak_dtype).replace("torch.", ""), "peak_n": peak_n,
         "flops_convention": args.flops_convention, "repeats": args.repeats, "warmup": args.warmup,
         "compile": args.compile, "compile_backend": args.compile_backend if args.compile else None,
+        "compile_mode": (args.compile_mode or compile_options(device).get("mode", "default")) if args.compile else None,
         "fused_adamw": device.type in ("cpu", "cuda"), "note": note, "loadavg_start": _loadavg(),
     }
     print(f"matmul peak: {peak / 1e9:,.1f} GFLOP/s ({header['peak_dtype']}, n={peak_n})", file=log)

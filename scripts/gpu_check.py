@@ -9,9 +9,12 @@ fails or runs over is recorded as such and the check goes on; the exit status is
 
   environment  GPU name and count, torch / CUDA versions, the bf16 dense-matmul peak
                (`trainer.measure_peak_flops`), the MFU denominator of every other section.
-  bench        benchmarks/bench_train.py, presets small and base, mlm and rtd, bf16 autocast, eager and
-               --compile (one invocation per preset and mode, so a slow compile loses only its own rows):
-               tokens/s, MFU, peak memory (torch.cuda.max_memory_allocated in the timing process).
+  speed        benchmarks/bench_train.py at small 128x128 and 1024x128 and base 256x512 (64x512 where memory
+               is short), mlm and rtd, bf16 autocast, eager, compiled (inductor) and CUDA graphs (inductor's
+               reduce-overhead, what `pretrain --compile` runs on CUDA), ours and HF's same configuration
+               alternating in one process (one invocation per shape and mode, so a slow compile loses only its
+               own rows): tokens/s, MFU, ours/HF, peak memory. `--append-docs docs/performance.md` appends
+               its table with the device, torch and CUDA versions.
   parity       `electra-bench pretrain --preset small` for mlm and rtd, 80 steps in bf16 and the same run in
                fp32 (same seed, same plan, so the same lr schedule): the largest relative difference of the
                per-step loss over the first 20 steps, against a tolerance (2%).
@@ -60,8 +63,7 @@ class Config:
     dry_run: bool
     device: str
     precision: str  # the low-precision side (bf16; fp32 on a CPU without native bf16)
-    bench_presets: tuple[str, ...]
-    bench_shapes: dict[str, tuple[int | None, int | None]]  # preset -> (batch, seq_len); None: the preset's
+    speed_shapes: tuple[tuple[str, int | None, int | None], ...]  # (preset, batch, seq_len); None: the preset's
     bench_steps: int | None  # timed steps per window (None: bench_train's auto)
     bench_repeats: int
     bench_warmup: int
@@ -81,28 +83,27 @@ class Config:
 
 def gpu_config() -> Config:
     return Config(
-        dry_run=False, device="cuda", precision="bf16", bench_presets=("small", "base"),
-        bench_shapes={"small": (None, None), "base": (64, None)},  # base at 64 x 512: 32k tokens a step
+        dry_run=False, device="cuda", precision="bf16",
+        # small at its paper batch (launch-bound), at 1024 (what it reaches when the launches are amortised),
+        # base at its paper shape (256 x 512; `speed_shape` falls back to 64 x 512 where memory is short)
+        speed_shapes=(("small", 128, 128), ("small", 1024, 128), ("base", 256, 512)),
         bench_steps=None, bench_repeats=3, bench_warmup=3, peak_n=8192, compile_backend="inductor",
         # 80 steps: the first 20 are compared; the first H200 run (2026-12-04) spent 83 s on two 200-step runs
         parity_preset="small", parity_shape=(None, None), parity_steps=80, parity_compare=20, tolerance=0.02,
         ddp_steps=50, graph_shape=(None, None), graph_steps=400,
         # ordered as run; compile last, so that a compile running over its cap costs only its own rows. On the
         # first H200 run the inductor compiles of small and base each ran past 80-90 s caps: 150 s each now
-        caps={"environment": 30, "bench eager small": 45, "bench eager base": 60, "parity": 120,
-              "distributed": 45, "compare graph": 120, "bench compiled small": 150, "bench compiled base": 150},
+        caps={"environment": 30, "parity": 120, "distributed": 45, "compare graph": 120},
         budget_s=720,
     )
 
 
 def dry_config() -> Config:
     return Config(
-        dry_run=True, device="cpu", precision="bf16", bench_presets=("tiny",),
-        bench_shapes={"tiny": (8, 32)}, bench_steps=2, bench_repeats=1, bench_warmup=1, peak_n=256,
+        dry_run=True, device="cpu", precision="bf16", speed_shapes=(("tiny", 8, 32),), bench_steps=2, bench_repeats=1, bench_warmup=1, peak_n=256,
         compile_backend="aot_eager", parity_preset="tiny", parity_shape=(8, 32), parity_steps=8, parity_compare=4,
         tolerance=0.02, ddp_steps=4, graph_shape=(8, 32), graph_steps=8,
-        caps={"environment": 60, "bench eager tiny": 120, "parity": 240, "distributed": 120, "compare graph": 240,
-              "bench compiled tiny": 180},
+        caps={"environment": 60, "parity": 240, "distributed": 120, "compare graph": 240},
         budget_s=840,  # a shared 2-core CI machine; about two minutes when idle
     )
 
@@ -173,6 +174,10 @@ def timed(step: Step, fn, *args):
 
 # sections added after the Config caps were laid out: their caps (seconds)
 EXTRA_CAPS = {"interop": 90, "calibration": 300}
+# the speed section's caps per invocation (one shape, one mode, both objectives, ours and HF): eager steps
+# are seconds; an inductor compile of small or base took 80-170 s on the first H200 run
+SPEED_CAPS = {"eager": 90, "compiled": 240, "cudagraphs": 240}
+SPEED_CAPS_DRY = {"eager": 120, "compiled": 180, "cudagraphs": 60}
 
 
 def interop_section(cfg: Config, python: str, out_dir: Path, step: Step, cap: float) -> dict:
@@ -239,46 +244,81 @@ def environment(cfg: Config) -> dict:
 # ---------------------------------------------------------------------------------------------- bench
 
 
-def bench(cfg: Config, python: str, out_dir: Path, preset: str, compiled: bool, step: Step, cap: float,
+def speed_shape(cfg: Config, preset: str, batch: int | None, seq: int | None) -> tuple[int | None, int | None, str]:
+    """The shape the speed section runs (batch, seq_len) and a note: the asked one, or on a GPU whose memory
+    the step would not fit (training/memory's estimate), a quarter of the batch until it does."""
+    if cfg.device != "cuda" or batch is None:
+        return batch, seq, ""
+    import torch
+
+    from electra_bench.errors import BenchError
+    from electra_bench.presets import Overrides, resolve
+    from electra_bench.training import memory
+
+    asked = batch
+    while batch >= 8:
+        p = resolve(preset, Overrides(batch_size=batch, seq_len=seq))
+        try:
+            for o in ("mlm", "rtd"):
+                memory.check_fits(p.for_objective(o), o, torch.device("cuda"), True, 1)
+            return batch, seq, "" if batch == asked else f"batch {asked} does not fit; ran {batch}"
+        except BenchError:
+            batch //= 4
+    return batch, seq, f"batch {asked} does not fit"
+
+
+def speed(cfg: Config, python: str, out_dir: Path, preset: str, shape: tuple, mode: str, step: Step, cap: float,
           peak_flops: float | None) -> list[dict]:
-    path = out_dir / "raw" / f"bench_{preset}_{'compiled' if compiled else 'eager'}.json"
+    """benchmarks/bench_train.py at one shape in one mode (eager, compiled: inductor's default mode,
+    cudagraphs: inductor's reduce-overhead, which `pretrain --compile` uses on CUDA), MLM and RTD, ours and
+    HF's same configuration alternating in one process: tokens/s, MFU against the environment's peak, ours/HF."""
+    if mode == "cudagraphs" and cfg.device != "cuda":
+        step.status = "skipped: CUDA graphs need a CUDA device"
+        return []
+    batch, seq, note = speed_shape(cfg, preset, *shape)
+    path = out_dir / "raw" / f"speed_{preset}_{batch}x{seq}_{mode}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    batch, seq = cfg.bench_shapes.get(preset, (None, None))
     cmd = [python, str(BENCH), "--device", cfg.device, "--presets", preset, "--objectives", "mlm", "rtd",
-           "--precision", cfg.precision, "--no-hf", "--no-memory", "--repeats", str(cfg.bench_repeats),
+           "--precision", cfg.precision, "--no-memory", "--repeats", str(cfg.bench_repeats),
            "--warmup", str(cfg.bench_warmup), "--peak-n", str(cfg.peak_n), "--target-seconds", "1",
            "--json", str(path)]
     cmd += [f"--batch-size={preset}={batch}"] if batch else []
     cmd += _emulation_opt_in(cfg)
     cmd += [f"--seq-len={preset}={seq}"] if seq else []
     cmd += ["--steps", str(cfg.bench_steps)] if cfg.bench_steps else []
-    cmd += ["--compile", "--compile-backend", cfg.compile_backend] if compiled else []
+    if mode != "eager":
+        cmd += ["--compile", "--compile-backend", cfg.compile_backend]
+        cmd += ["--compile-mode", "reduce-overhead" if mode == "cudagraphs" else "default"] \
+            if cfg.compile_backend == "inductor" else []
     cmd += ["--threads", "1"] if cfg.dry_run else []
     if run_cmd(cmd, step, cap) is None:
         return []
-    return bench_rows(json.loads(path.read_text()), compiled, peak_flops)
+    return speed_rows(json.loads(path.read_text()), mode, peak_flops, note)
 
 
-def bench_rows(result: dict, compiled: bool, peak_flops: float | None) -> list[dict]:
+def speed_rows(result: dict, mode: str, peak_flops: float | None, note: str = "") -> list[dict]:
     """bench_train's JSON to the check's rows. MFU is against the environment section's peak (the device's
     bf16 peak), so every row of the check shares one denominator; bench_train's own (its run's peak) is kept."""
     header = result["header"]
     rows = []
     for r in result["results"]:
-        o = r["ours"]
+        o, hf = r["ours"], r.get("hf")
         peak_mem = r.get("cuda_peak_bytes")
+        backend = header.get("compile_backend")
         rows.append({
             "preset": r["preset"], "objective": r["objective"],
-            "mode": f"compiled ({header.get('compile_backend')})" if compiled else "eager",
+            "mode": mode if mode == "eager" or backend == "inductor" else f"{mode} ({backend})",
             "batch_size": r["batch_size"], "seq_len": r["seq_len"], "precision": header["precision"],
             "tokens_per_s": o["tokens_per_s"], "step_s": o["step_s"], "flops_per_step": r["flops_per_step"],
             "mfu": r["flops_per_step"] / o["step_s"] / peak_flops if peak_flops else o["mfu"],
             "mfu_bench_peak": o["mfu"], "bench_peak_flops": header["peak_flops"],
+            "hf_model": hf["model"] if hf else None, "hf_tokens_per_s": hf["tokens_per_s"] if hf else None,
+            "ours_over_hf": o["tokens_per_s"] / hf["tokens_per_s"] if hf else None,
             "peak_memory_bytes": peak_mem,
-            "peak_memory_how": "torch.cuda.max_memory_allocated" if peak_mem is not None else
+            "peak_memory_how": "torch.cuda.max_memory_allocated (ours and HF resident)" if peak_mem is not None else
                                "not measured on CPU (bench_train --no-memory; its RSS subprocesses are too slow "
                                "for the dry run)",
-            "first_step_s": o.get("first_step_s"), "first_loss": o["first_loss"],
+            "first_step_s": o.get("first_step_s"), "first_loss": o["first_loss"], "note": note,
         })
     return rows
 
@@ -517,12 +557,14 @@ def markdown(result: dict) -> str:
              f"| {env.get('gpu') or 'CPU (' + str(env.get('cpu_count')) + ' cores)'} | {env.get('gpu_count', '-')} "
              f"| {env.get('torch', '-')} | {env.get('cuda') or '-'} "
              f"| {_rate(env.get('peak_flops'))} {env.get('peak_dtype', '')} (n={env.get('peak_n')}) |", "",
-             "## bench_train (ours, MFU against the peak above)", "",
-             "| preset | objective | mode | batch x seq | precision | tokens/s | MFU | peak memory | first step |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    for r in result["bench"]:
+             "## Speed (benchmarks/bench_train.py: ours and HF's same configuration alternating; MFU against "
+             "the peak above)", "",
+             "| preset | objective | mode | batch x seq | precision | tokens/s | MFU | HF tokens/s | ours / HF "
+             "| peak memory | first step |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in result["speed"]:
         lines.append(f"| {r['preset']} | {r['objective']} | {r['mode']} | {r['batch_size']}x{r['seq_len']} "
                      f"| {r['precision']} | {_f(r['tokens_per_s'])} | {_f(r['mfu'], '.1f', 100, '%')} "
+                     f"| {_f(r['hf_tokens_per_s'])} | {_f(r['ours_over_hf'], '.2f', 1, 'x')} "
                      f"| {_f(r['peak_memory_bytes'], ',.0f', 2**-20, ' MiB')} | {_f(r['first_step_s'], '.1f', 1, ' s')} |")
     lines += ["", f"## Loss parity ({cfg['precision']} vs fp32, same seed and plan, first {cfg['parity_compare']} steps)",
               "", "| objective | preset | steps | max rel. diff | worst step | tolerance | verdict | final loss "
@@ -568,6 +610,23 @@ def markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def append_docs(path: Path, env: dict, rows: list[dict], cfg: Config) -> None:
+    """The speed section's table appended to a Markdown file (docs/performance.md on the GPU machine), under
+    a heading that names the date, the device and the versions."""
+    device = env.get("gpu") or f"CPU ({env.get('cpu_count')} cores, dry run: says nothing about a GPU)"
+    lines = ["", f"### GPU check speed section, {_dt.date.today().isoformat()}: {device}", "",
+             f"torch {env.get('torch')}, CUDA {env.get('cuda') or '-'}, {cfg.precision}; MFU against the measured "
+             f"dense-matmul peak {_rate(env.get('peak_flops'))}; `bash scripts/gpu_check.sh --only speed,compiled,"
+             f"cudagraphs --append-docs docs/performance.md`", "",
+             "| preset | objective | mode | batch x seq | tokens/s | MFU | HF tokens/s | ours / HF |",
+             "|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['preset']} | {r['objective']} | {r['mode']} | {r['batch_size']}x{r['seq_len']} "
+              f"| {_f(r['tokens_per_s'])} | {_f(r['mfu'], '.1f', 100, '%')} | {_f(r['hf_tokens_per_s'])} "
+              f"| {_f(r['ours_over_hf'], '.2f', 1, 'x')} |" for r in rows]
+    with open(path, "a", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+
+
 # ------------------------------------------------------------------------------------------------ main
 
 
@@ -577,8 +636,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="results/gpu_check", help="where gpu_check.json and gpu_check.md go")
     ap.add_argument("--python", default=sys.executable, help="interpreter for the subprocesses")
     ap.add_argument("--only", default=None,
-                    help="comma-separated sections to run (environment always runs): bench, parity, interop, "
-                         "distributed, graph, compiled, calibration; e.g. to rerun one that failed")
+                    help="comma-separated sections to run (environment always runs): speed (eager), parity, "
+                         "interop, distributed, graph, compiled, cudagraphs, calibration; e.g. to rerun one that "
+                         "failed")
+    ap.add_argument("--append-docs", default=None, metavar="FILE",
+                    help="append the speed table, with the device, torch and CUDA versions, to FILE (on the GPU "
+                         "machine: docs/performance.md)")
     ap.add_argument("--glue", default=None,
                     help="a GLUE directory: adds the calibration section (scripts/calibrate.py on RTE, MRPC, STS-B "
                          "and CoLA, 1 seed, for the models already in the local HF cache; docs/interop.md)")
@@ -605,15 +668,25 @@ def main(argv: list[str] | None = None) -> int:
     s, _ = new_step("environment")
     env = timed(s, environment, cfg) or {}
     if cfg.device == "cuda" and not env:  # no GPU: nothing else can run; say so and stop
-        result = {"environment": {}, "bench": [], "parity": [], "distributed": {"status": "not run"},
+        result = {"environment": {}, "speed": [], "parity": [], "distributed": {"status": "not run"},
                   "compare_graph": {"status": "not run"}}
     else:
         peak = env.get("peak_flops")
         rows: list[dict] = []
         par, dist, graph, interop, calibration = [], {"status": "not asked"}, {"status": "not asked"}, {}, {}
-        for p in cfg.bench_presets if want("bench") else ():
-            s, cap = new_step(f"bench eager {p}")
-            rows += timed(s, bench, cfg, args.python, out_dir, p, False, s, cap, peak) or []
+        caps = SPEED_CAPS_DRY if cfg.dry_run else SPEED_CAPS
+
+        def speed_steps(mode: str) -> list[dict]:
+            out = []
+            for preset, batch, seq in cfg.speed_shapes:
+                s = Step(f"speed {mode} {preset} {batch}x{seq}", caps[mode])
+                steps.append(s)
+                out += timed(s, speed, cfg, args.python, out_dir, preset, (batch, seq), mode, s,
+                             min(s.cap_s, clock.left()), peak) or []
+            return out
+
+        if want("speed"):
+            rows += speed_steps("eager")
         if want("parity") or want("interop"):  # interop reads parity's RTD checkpoint
             s, cap = new_step("parity")
             par = timed(s, parity, cfg, args.python, out_dir, s, clock, cap, peak) or []
@@ -632,10 +705,12 @@ def main(argv: list[str] | None = None) -> int:
             s, cap = new_step("calibration")
             calibration = timed(s, calibration_section, args.python, out_dir, args.glue, cfg.device, s, cap) or {
                 "status": s.status}
-        for p in cfg.bench_presets if want("compiled") else ():
-            s, cap = new_step(f"bench compiled {p}")
-            rows += timed(s, bench, cfg, args.python, out_dir, p, True, s, cap, peak) or []
-        result = {"environment": env, "bench": rows, "parity": par, "distributed": dist, "compare_graph": graph,
+        for mode in ("compiled", "cudagraphs"):  # last: a compile that runs over its cap costs only its rows
+            if want(mode):
+                rows += speed_steps(mode)
+        if args.append_docs and rows:
+            append_docs(Path(args.append_docs), env, rows, cfg)
+        result = {"environment": env, "speed": rows, "parity": par, "distributed": dist, "compare_graph": graph,
                   "interop": interop, "calibration": calibration}
 
     result = {
@@ -643,7 +718,7 @@ def main(argv: list[str] | None = None) -> int:
         "ok": all(s.ok for s in steps) and bool(steps),
         "total_wall_s": time.monotonic() - clock.start,
         "config": {"dry_run": cfg.dry_run, "device": cfg.device, "precision": cfg.precision,
-                   "bench_presets": list(cfg.bench_presets), "bench_shapes": cfg.bench_shapes,
+                   "speed_shapes": [list(x) for x in cfg.speed_shapes],
                    "compile_backend": cfg.compile_backend, "parity_preset": cfg.parity_preset,
                    "parity_steps": cfg.parity_steps, "parity_compare": cfg.parity_compare,
                    "tolerance": cfg.tolerance, "ddp_steps": cfg.ddp_steps, "budget_s": cfg.budget_s},

@@ -71,7 +71,8 @@ def test_dry_run_writes_every_section(tmp_path):
     out = tmp_path / "gpu_check"
     env = {**os.environ, "PYTHON": sys.executable, "PYTHONPATH": os.pathsep.join(
         [str(ROOT)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))}
-    proc = subprocess.run(["bash", str(ROOT / "scripts" / "gpu_check.sh"), "--dry-run", "--out", str(out)],
+    proc = subprocess.run(["bash", str(ROOT / "scripts" / "gpu_check.sh"), "--dry-run", "--out", str(out),
+                           "--append-docs", str(tmp_path / "perf.md")],
                           capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     res = json.loads((out / "gpu_check.json").read_text())
@@ -79,15 +80,20 @@ def test_dry_run_writes_every_section(tmp_path):
     for where, x in _numbers(res):
         assert math.isfinite(x), where
     assert res["environment"]["peak_flops"] > 0
-    assert [s["name"] for s in res["steps"]] == ["environment", "bench eager tiny", "parity", "interop",
-                                                 "distributed", "compare graph", "bench compiled tiny"]
-    assert all(s["status"] == "ok" and s["wall_s"] > 0 for s in res["steps"])
-    modes = {(r["objective"], r["mode"]) for r in res["bench"]}
+    assert [s["name"] for s in res["steps"]] == ["environment", "speed eager tiny 8x32", "parity", "interop",
+                                                 "distributed", "compare graph", "speed compiled tiny 8x32",
+                                                 "speed cudagraphs tiny 8x32"]
+    assert all(s["status"] == "ok" and s["wall_s"] > 0 for s in res["steps"][:-1])
+    assert res["steps"][-1]["status"] == "skipped: CUDA graphs need a CUDA device"
+    modes = {(r["objective"], r["mode"]) for r in res["speed"]}
     assert modes == {(o, m) for o in ("mlm", "rtd") for m in ("eager", "compiled (aot_eager)")}
-    for r in res["bench"]:
-        for k in ("tokens_per_s", "mfu", "step_s", "first_step_s"):
+    for r in res["speed"]:
+        for k in ("tokens_per_s", "mfu", "step_s", "first_step_s", "hf_tokens_per_s", "ours_over_hf"):
             assert r[k] > 0, (k, r)
+        assert r["ours_over_hf"] == pytest.approx(r["tokens_per_s"] / r["hf_tokens_per_s"])
         assert r["peak_memory_bytes"] is None  # CPU: not measured, and said so
+    appended = (tmp_path / "perf.md").read_text()  # --append-docs: the speed table under a dated heading
+    assert "### GPU check speed section" in appended and "| tiny | rtd | eager | 8x32 |" in appended
     assert {r["objective"] for r in res["parity"]} == {"mlm", "rtd"}
     for r in res["parity"]:
         assert r["ok"] and r["compared_steps"] == res["config"]["parity_compare"]
@@ -102,7 +108,7 @@ def test_dry_run_writes_every_section(tmp_path):
     assert g["status"] == "ok" and g["pretrain_runs"] == 2 and g["scores"] > 0 and g["utilisation"] == {}
     assert g["parallelism"]["jobs"] == 2
     md = (out / "gpu_check.md").read_text()
-    for heading in ("## Environment", "## bench_train", "## Loss parity", "## Distributed", "## Compare graph",
+    for heading in ("## Environment", "## Speed", "## Loss parity", "## Distributed", "## Compare graph",
                     "## Steps"):
         assert heading in md
     assert md.count("|---|") >= 5 and "CPU DRY RUN" in md
