@@ -71,7 +71,7 @@ from electra_bench.model import count_parameters, has_padding, resolve_precision
 from electra_bench.objectives import corrupt, choose_positions
 from electra_bench.training.optim import lr_at, pretraining_optimizer, set_lr
 from electra_bench.training.step import train_step
-from electra_bench.training.trainer import compile_forward, compile_options, measure_peak_flops, step_seed
+from electra_bench.training.trainer import compile_forward, compile_options, measure_peak_flops, seed_dropout, step_seed
 
 SPECIAL = special_tokens.DEFAULT
 LR_SCHEDULE_STEPS = 10_000  # lr_at() is evaluated every step, as in the trainer; its value does not matter here
@@ -150,7 +150,7 @@ def _train_step(module, optimizer, clip_params, preset, device, bf16, loss_fn, g
         module.train()
         set_lr(optimizer, lr_at(i, LR_SCHEDULE_STEPS, preset.lr, preset.warmup_fraction))
         seed = step_seed(0, i, 0)
-        torch.manual_seed(seed)  # dropout
+        seed_dropout(seed, device)  # dropout, as the trainer seeds it
         rng = torch.Generator(device=device).manual_seed(seed)  # masking, replacements, samples
         if graphs:  # CUDA graphs (compile mode reduce-overhead): a new replay, as the trainer marks it
             torch.compiler.cudagraph_mark_step_begin()
