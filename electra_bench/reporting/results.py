@@ -36,10 +36,7 @@ from ..layout import RunLayout
 from ..locking import DirectoryLock
 
 
-# field -> type check; every row has exactly these keys
-SCORE_FIELDS = ("objective", "fraction", "step", "train_flops", "convention", "task", "seed", "metric", "value",
-                "protocol", "pretrain_seed")
-OPTIONAL_FIELDS = {"pretrain_seed": 0}  # rows written before pre-training seeds existed are seed 0
+from .records import SCORE_FIELDS, ScoreRow  # noqa: F401  (SCORE_FIELDS: the columns of RunDir.scores)
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 
@@ -94,66 +91,6 @@ def new_run_id(prefix: str = "run", root: str | Path | None = None) -> str:
         except FileExistsError:
             continue
     raise BenchError(f"could not reserve a new run id under {root}")
-
-
-def _validate_row(row: Mapping[str, Any], where: str) -> dict:
-    if not isinstance(row, Mapping):
-        raise BenchError(f"{where}: a score row must be a dict, got {type(row).__name__}")
-    keys = set(row)
-    missing = [k for k in SCORE_FIELDS if k not in keys and k not in OPTIONAL_FIELDS]
-    extra = sorted(keys - set(SCORE_FIELDS))
-    if missing or extra:
-        parts = []
-        if missing:
-            parts.append(f"missing {', '.join(missing)}")
-        if extra:
-            parts.append(f"unknown {', '.join(extra)}")
-        raise BenchError(f"{where}: score row has {'; '.join(parts)} (fields: {', '.join(SCORE_FIELDS)})")
-
-    def number(key: str, *, integer: bool = False) -> float | int:
-        v = row[key]
-        if isinstance(v, bool) or not isinstance(v, (int, float)) and not hasattr(v, "item"):
-            raise BenchError(f"{where}: '{key}' must be a number, got {v!r}")
-        v = v.item() if hasattr(v, "item") else v
-        if integer:
-            if isinstance(v, float) and not v.is_integer():
-                raise BenchError(f"{where}: '{key}' must be an integer, got {v!r}")
-            return int(v)
-        v = float(v)
-        if not math.isfinite(v):
-            raise BenchError(f"{where}: '{key}' must be finite, got {v!r}")
-        return v
-
-    out = {
-        "objective": row["objective"],
-        "fraction": number("fraction"),
-        "step": number("step", integer=True),
-        "train_flops": number("train_flops"),
-        "convention": row["convention"],
-        "task": row["task"],
-        "seed": number("seed", integer=True),
-        "metric": row["metric"],
-        "value": number("value"),
-        "protocol": row["protocol"],
-        "pretrain_seed": number("pretrain_seed", integer=True) if "pretrain_seed" in row else 0,
-    }
-    if out["objective"] not in SCORED_OBJECTIVES:
-        raise BenchError(f"{where}: objective must be one of {', '.join(SCORED_OBJECTIVES)}, got {out['objective']!r}")
-    if out["convention"] not in FLOP_CONVENTIONS:
-        raise BenchError(f"{where}: convention must be one of {', '.join(FLOP_CONVENTIONS)}, got {out['convention']!r}")
-    if out["protocol"] not in PROTOCOLS:
-        raise BenchError(f"{where}: protocol must be one of {', '.join(PROTOCOLS)}, got {out['protocol']!r}")
-    for key in ("task", "metric"):
-        if not isinstance(out[key], str) or not out[key]:
-            raise BenchError(f"{where}: '{key}' must be a non-empty string, got {out[key]!r}")
-    if out["step"] < 0 or out["train_flops"] < 0 or out["fraction"] < 0:
-        raise BenchError(f"{where}: step, train_flops and fraction must be >= 0")
-    if out["objective"] == "init":
-        if out["fraction"] != 0 or out["train_flops"] != 0 or out["step"] != 0:
-            raise BenchError(f"{where}: the 'init' (untrained) point has fraction 0, step 0 and train_flops 0")
-    elif out["fraction"] <= 0:
-        raise BenchError(f"{where}: a trained checkpoint needs fraction > 0 (use objective 'init' for the untrained encoder)")
-    return out
 
 
 class RunDir:
@@ -236,10 +173,10 @@ class RunDir:
         """Validate all rows, then append them to scores.jsonl. Returns how many were written."""
         self._require_writable("append scores")
         rows = list(rows)
-        clean = [_validate_row(r, f"score row {i}") for i, r in enumerate(rows)]
+        clean = [r if isinstance(r, ScoreRow) else ScoreRow.from_json(r, f"score row {i}") for i, r in enumerate(rows)]
         path = self.layout.scores
         for row in clean:
-            atomic_io.append_jsonl(path, row)
+            atomic_io.append_jsonl(path, row.to_json())
         self._scores = None
         return len(clean)
 
@@ -285,7 +222,7 @@ class RunDir:
                     if torn_last and i == len(lines):
                         continue  # torn by a crash mid-append
                     raise BenchError(f"{at(path, i)}: malformed score line") from None
-                rows.append(_validate_row(raw, at(path, i)))
+                rows.append(ScoreRow.from_json(raw, at(path, i)).to_json())
         df = pd.DataFrame(rows, columns=list(SCORE_FIELDS))
         return df.astype({"fraction": float, "step": "int64", "train_flops": float, "seed": "int64", "value": float,
                           "pretrain_seed": "int64"})

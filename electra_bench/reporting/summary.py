@@ -54,10 +54,11 @@ from ..errors import BenchError, at
 from ..evaluation import glue_score
 from . import confidence, learning, references
 from ..choices import FLOP_CONVENTIONS, PROTOCOLS
+from .records import SUMMARY_SCHEMA, VERDICT_KINDS, Summary, Verdict
 from .results import RunDir
 from .text_formats import fmt_flops
 
-SCHEMA_VERSION = 3  # 3: statistics (Multi-Bootstrap), CI verdict and crossover
+SCHEMA_VERSION = SUMMARY_SCHEMA
 TRAINED = ("mlm", "rtd")
 LABELS = {"mlm": "MLM", "rtd": "RTD", "init": "untrained"}
 
@@ -293,7 +294,7 @@ def _ranges(*points: dict | None) -> list[float]:
 
 
 def noise_verdict(points: list[dict], stats: Mapping[str, Any], learning_block: Mapping[str, Any] | None = None
-                  ) -> dict:
+                  ) -> Verdict:
     """The verdict from the statistics (reporting/confidence.py), after the learning check. `kind`:
     not_learned | incomplete | too_small | no_noise | ranked | not_resolved. "ranked" (`separated`) exactly
     when the 95% CI of RTD - MLM at the final checkpoint excludes 0; otherwise "not resolved with n
@@ -302,13 +303,9 @@ def noise_verdict(points: list[dict], stats: Mapping[str, Any], learning_block: 
     `band` is the descriptive range over pre-training seeds (the larger of the two final points')."""
     finals = {o: final_point(points, o) for o in TRAINED}
     usable = {o: p for o, p in finals.items() if p is not None and p["score"]["value"] is not None}
-    out: dict[str, Any] = {
-        "rule": ("ranked when the 95% CI of RTD - MLM at the final checkpoint (Multi-Bootstrap over pre-training "
-                 "seeds and dev examples, docs/results.md) excludes 0"),
-        "method": stats.get("method"), "kind": None, "difference": None, "ci": None, "p_value": None,
-        "prob_improvement": None, "band": None, "separated": False, "better": None, "beats_untrained": {},
-        "not_learned": [], "n_pretrain_seeds": None, "plan": None, "carried_by": [], "verdict": None,
-    }
+    v = Verdict(rule=("ranked when the 95% CI of RTD - MLM at the final checkpoint (Multi-Bootstrap over pre-training "
+                      "seeds and dev examples, docs/results.md) excludes 0"), method=stats.get("method"))
+    out = v.__dict__  # filled in place below; returned as the typed record
     r = _ranges(*usable.values())
     out["band"] = max(r) if r else None
     final_fraction = min((p["fraction"] for p in usable.values()), default=None) if len(usable) == 2 else None
@@ -351,15 +348,16 @@ def noise_verdict(points: list[dict], stats: Mapping[str, Any], learning_block: 
         out["better"] = "rtd" if diff["estimate"] > 0 else "mlm"
         other = "mlm" if out["better"] == "rtd" else "rtd"
         out["verdict"] = f"{LABELS[out['better']]} ahead of {LABELS[other]} (95% CI of the difference excludes 0)"
-        out["carried_by"] = sorted(t for t, v in diff.get("leave_one_out", {}).items()
-                                   if not (v["resolved"] and (v["estimate"] > 0) == (diff["estimate"] > 0)))
+        out["carried_by"] = sorted(t for t, loo in diff.get("leave_one_out", {}).items()
+                                   if not (loo["resolved"] and (loo["estimate"] > 0) == (diff["estimate"] > 0)))
+        if out["carried_by"]:  # a lead that rests on one task says so
+            out["verdict"] += f"; not resolved without {', '.join(out['carried_by'])}"
     else:
         out["kind"] = "not_resolved"
         out["verdict"] = f"not resolved with {out['n_pretrain_seeds']} {stats.get('unit', 'pre-training seeds')}"
-    return out
+    return v
 
 
-VERDICT_KINDS = ("not_learned", "incomplete", "too_small", "no_noise", "ranked", "not_resolved")
 HEADLINE_BOUNDS = ("exact", "interpolated", "at_most", "untrained", "not_reached")
 
 
@@ -665,9 +663,7 @@ def build_summary(run: RunDir, task_specs: Mapping[str, Any] | None = None, conv
             "mlm_reaches_rtd": _reach(points, "mlm", "rtd", convention),
         }
         stats = confidence.compute(run, prows, scorer, points)
-        verdict = noise_verdict(points, stats, learning_block)
-        if verdict["carried_by"] and verdict["kind"] == "ranked":  # a lead that rests on one task says so
-            verdict["verdict"] += f"; not resolved without {', '.join(verdict['carried_by'])}"
+        verdict = noise_verdict(points, stats, learning_block).to_json()
         protocols[protocol] = {
             "tasks": sorted(prows["task"].unique()),
             "points": points,
@@ -687,28 +683,22 @@ def build_summary(run: RunDir, task_specs: Mapping[str, Any] | None = None, conv
         if refs:  # left out when there are none: summaries made before references existed stay as they were
             protocols[protocol]["references"] = refs
     main = "finetune" if "finetune" in protocols else present[0]
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "run_id": run.run_id,
-        "created_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "flop_convention": convention,
-        "score_convention": score_convention,
-        "score_scale": "0-100 (accuracy/F1 x100, MCC and correlations x100)",
-        "suite": {
-            "name": suite_name,
-            "tasks": suite_tasks,
-            "aggregate": scorer.kind,
-            "description": scorer.description,
-        },
-        "models": _models(config, extra),
-        "config": config,
-        "learning": learning_block,
-        "main_protocol": main,
-        "protocols": protocols,
-        "headline": protocols[main]["headline"],
-        "verdict": protocols[main]["verdict"],
-        "crossover": protocols[main]["crossover"],
-    }
+    return Summary(
+        run_id=run.run_id,
+        created_utc=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        flop_convention=convention,
+        score_convention=score_convention,
+        score_scale="0-100 (accuracy/F1 x100, MCC and correlations x100)",
+        suite={"name": suite_name, "tasks": suite_tasks, "aggregate": scorer.kind, "description": scorer.description},
+        models=_models(config, extra),
+        config=config,
+        learning=learning_block,
+        main_protocol=main,
+        protocols=protocols,
+        headline=protocols[main]["headline"],
+        verdict=protocols[main]["verdict"],
+        crossover=protocols[main]["crossover"],
+    ).to_json()
 
 
 def headline_lines(summary: Mapping[str, Any], protocol: str | None = None) -> list[str]:
@@ -789,6 +779,11 @@ def load_or_build(run: RunDir, task_specs: Mapping[str, Any] | None = None, conv
     keeps every invariant (`invariant_violations`); otherwise built from scores.jsonl, so a summary
     written by an older version that contradicts itself is not shown as it is."""
     stored = run.summary()
+    if stored is not None:
+        try:
+            Summary.from_json(stored)
+        except BenchError:  # another schema, or fields missing or unknown: built again from the scores
+            stored = None
     if (stored is not None and stored.get("schema_version") == SCHEMA_VERSION
             and (convention is None or stored.get("flop_convention") == convention) and task_specs is None
             and not invariant_violations(stored)):
