@@ -26,14 +26,17 @@ CI_ENV = {
 }
 
 
-def git(args: list[str], cwd: str | Path = ".") -> str | None:
-    """stdout of `git args` in `cwd`, stripped; None when git is missing, fails or prints nothing."""
+def git(args: list[str], cwd: str | Path = ".", allow_empty: bool = False) -> str | None:
+    """stdout of `git args` in `cwd`, stripped; None when git is missing or fails, or (unless `allow_empty`)
+    prints nothing. GIT_OPTIONAL_LOCKS=0: reading never takes the index lock a concurrent git holds."""
     try:
         out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10,
                              env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"})
     except (OSError, subprocess.SubprocessError):
         return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
+    if out.returncode != 0:
+        return None
+    return out.stdout.strip() if allow_empty else (out.stdout.strip() or None)
 
 
 def _env(field: str, environ: Mapping[str, str]) -> str | None:

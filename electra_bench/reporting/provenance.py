@@ -8,7 +8,6 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import platform
-import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -18,6 +17,7 @@ import torch
 
 from .. import __version__
 from ..choices import FLOP_CONVENTIONS, require
+from .commit_info import git
 
 SCHEMA_VERSION = 1
 
@@ -36,26 +36,15 @@ PACKAGES = {
 }
 
 
-def _git(args: list[str], cwd: Path) -> str | None:
-    try:
-        out = subprocess.run(
-            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10,
-            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout if out.returncode == 0 else None
-
-
 def git_state(path: str | Path | None = None) -> dict:
     """Commit and dirty flag of the git checkout holding `path` (default: this package); "unknown"
     for both when it is not a git checkout or git is unavailable."""
     where = Path(path) if path is not None else Path(__file__).resolve().parent
-    commit = _git(["rev-parse", "HEAD"], where)
+    commit = git(["rev-parse", "HEAD"], where)
     if commit is None:
         return {"commit": "unknown", "dirty": "unknown"}
-    status = _git(["status", "--porcelain"], where)
-    return {"commit": commit.strip(), "dirty": "unknown" if status is None else bool(status.strip())}
+    status = git(["status", "--porcelain"], where, allow_empty=True)
+    return {"commit": commit, "dirty": "unknown" if status is None else bool(status)}
 
 
 def package_versions() -> dict:
