@@ -1,4 +1,4 @@
-"""The typed records (reporting/records.py) against the tables docs/results.md documents them with, and
+"""The typed records (reporting/records.py, and results.py's score row) against the tables docs/results.md documents them with, and
 their JSON round trips: a field added to one and not the other fails here."""
 
 import re
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from electra_bench.errors import BenchError
-from electra_bench.reporting import records
+from electra_bench.reporting import records, results
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "results.md"
 
@@ -27,7 +27,7 @@ def documented(heading: str) -> set[str]:
     return names - {"key", "field"}
 
 
-@pytest.mark.parametrize("heading,cls", [("## scores.jsonl", records.ScoreRow), ("### Top level", records.Summary),
+@pytest.mark.parametrize("heading,cls", [("## scores.jsonl", results.ScoreRow), ("### Top level", records.Summary),
                                          ("### Verdict `V`", records.Verdict)])
 def test_the_documented_fields_are_the_records_fields(heading, cls):
     import dataclasses
@@ -38,11 +38,11 @@ def test_the_documented_fields_are_the_records_fields(heading, cls):
 def test_score_row_round_trip_and_refusals():
     row = {"objective": "rtd", "fraction": 0.5, "step": 10, "train_flops": 1e12, "convention": "measured",
            "task": "sst2", "seed": 0, "metric": "accuracy", "value": 80.0, "protocol": "probe", "pretrain_seed": 1}
-    assert records.ScoreRow.from_json(row, "x").to_json() == row
+    assert results.ScoreRow.from_json(row, "x").to_json() == row
     old = {k: v for k, v in row.items() if k != "pretrain_seed"}  # written before pre-training seeds existed
-    assert records.ScoreRow.from_json(old, "x").pretrain_seed == 0
+    assert results.ScoreRow.from_json(old, "x").pretrain_seed == 0
     with pytest.raises(BenchError, match="scores.jsonl:3: score row has unknown colour"):
-        records.ScoreRow.from_json({**row, "colour": "red"}, "scores.jsonl:3")
+        results.ScoreRow.from_json({**row, "colour": "red"}, "scores.jsonl:3")
 
 
 def test_summary_and_verdict_round_trip_and_an_old_schema_is_refused(tmp_path):

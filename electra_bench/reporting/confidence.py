@@ -27,7 +27,7 @@ import pandas as pd
 
 from . import bootstrap
 from .predictions import PredictionStore
-from .text_formats import fmt_flops
+from ..units import fmt_flops
 
 N_BOOT = 1000
 BOOT_SEED = 0

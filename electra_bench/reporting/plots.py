@@ -40,7 +40,7 @@ from ..atomic_io import atomic_path
 from . import learning, paper_points
 from . import summary as summary_mod
 from .results import RunDir
-from .text_formats import fmt_flops
+from ..units import fmt_flops
 
 COLORS = {"mlm": "#1f77b4", "rtd": "#d62728", "init": "#555555", "paper": "#2ca02c", "other": "#7f7f7f"}
 FORMATS = ("png", "svg")

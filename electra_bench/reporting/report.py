@@ -24,7 +24,7 @@ from . import summary as summary_mod
 from ..layout import RunLayout
 from . import ablation, confidence, sweep
 from .results import RunDir, load_compare_run
-from .summary import fmt_flops
+from ..units import fmt_flops
 from .text_formats import FORMATS, latex_table, markdown_table
 
 

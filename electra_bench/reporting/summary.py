@@ -56,7 +56,7 @@ from . import confidence, learning, references
 from ..choices import FLOP_CONVENTIONS, PROTOCOLS
 from .records import SUMMARY_SCHEMA, VERDICT_KINDS, Summary, Verdict
 from .results import RunDir
-from .text_formats import fmt_flops
+from ..units import fmt_flops
 
 SCHEMA_VERSION = SUMMARY_SCHEMA
 TRAINED = ("mlm", "rtd")

@@ -1,22 +1,12 @@
 """The text formats every report renders to (`FORMATS`), the Markdown and LaTeX (booktabs) table
-writers they share (the terminal table is rich's, the CSV pandas'), and how a FLOP count is written in
-every sentence and table (`fmt_flops`)."""
+writers they share (the terminal table is rich's, the CSV pandas'); FLOP counts are written by
+units.fmt_flops."""
 
 from __future__ import annotations
 
-import math
+from ..units import fmt_flops  # noqa: F401  (the reports' FLOP format, one definition)
 
 FORMATS = ("table", "md", "csv", "latex")
-
-
-def fmt_flops(x: float | None) -> str:
-    """1.2e14 style (the paper's Table 1)."""
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "-"
-    if x == 0:
-        return "0"
-    mantissa, exp = f"{x:.1e}".split("e")
-    return f"{mantissa}e{int(exp)}"
 
 
 def markdown_table(header: list[str], rows: list[list[str]]) -> str:
