@@ -184,3 +184,27 @@ def test_compile_refuses_what_is_not_an_objective():
 
     with pytest.raises(BenchError, match="not an objective"):
         trainer.compile_forward(torch.nn.Linear(2, 2))
+
+
+@pytest.mark.parametrize("objective", ["rtd", "replace-mlm"])
+def test_the_compiled_step_writes_to_none_of_its_inputs(objective):
+    """CUDA graphs (`--compile` on CUDA: mode reduce-overhead) are skipped for a graph that mutates an input,
+    with a warning and no error, so the step would quietly run as launches again. Eager sampling overwrites
+    the gumbel draw in place (it is the step's largest tensor); the compiled step must leave it, and every
+    other input, as it was, and still sample what eager samples."""
+    m = _model(objective, 0.0).train()
+    b = _batch(False)
+    noise = m.draw_noise(b, torch.Generator().manual_seed(3))
+    before = {"gumbel": noise.gumbel.clone(), "scores": noise.scores.clone(), "r": noise.corrupt_r.clone(),
+              **{k: v.clone() for k, v in b.items()}}
+    torch._dynamo.reset()
+    m.compile_step(fullgraph=True, backend="aot_eager")
+    compiled = m(b, noise=noise, padded=False)
+    after = {"gumbel": noise.gumbel, "scores": noise.scores, "r": noise.corrupt_r, **b}
+    assert all(torch.equal(before[k], after[k]) for k in before)
+    eager = m.compute(b, noise, padded=False)  # eager: consumes the draw in place, as it always did
+    assert not torch.equal(noise.gumbel, before["gumbel"])
+    assert torch.equal(compiled.extras["mlm_labels"], eager.extras["mlm_labels"])
+    assert compiled.metrics["replaced_frac"].item() == pytest.approx(eager.metrics["replaced_frac"].item())
+    torch._dynamo.reset()
+
