@@ -208,3 +208,24 @@ def test_the_compiled_step_writes_to_none_of_its_inputs(objective):
     assert compiled.metrics["replaced_frac"].item() == pytest.approx(eager.metrics["replaced_frac"].item())
     torch._dynamo.reset()
 
+
+def test_evaluation_calls_stay_eager_under_compile():
+    """The compiled graph is the training step's. The held-out diagnostics call the objective in eval mode
+    on other batch shapes: through the compiled function each would compile (and on CUDA record) another
+    graph; they run eager, and the training step still finds its one graph."""
+    m = _model("rtd", 0.0)
+    torch._dynamo.reset()
+    m.compile_step(fullgraph=True, backend="aot_eager")
+    m.train()
+    m(_batch(False), torch.Generator().manual_seed(0), padded=False).loss.backward()
+    torch.compiler.set_stance("fail_on_recompile")
+    try:
+        with torch.no_grad():
+            m.eval()
+            m(_batch(True, B=3, T=24), torch.Generator().manual_seed(1))  # another shape, padded, eval mode
+            m.train()
+        m(_batch(False), torch.Generator().manual_seed(2), padded=False).loss.backward()
+    finally:
+        torch.compiler.set_stance("default")
+        torch._dynamo.reset()
+
