@@ -229,3 +229,39 @@ def test_evaluation_calls_stay_eager_under_compile():
         torch.compiler.set_stance("default")
         torch._dynamo.reset()
 
+
+def test_temperature_warmup_compiles_once(tmp_path, synthetic, monkeypatch):
+    """`--temperature-warmup` with `--compile`: the temperature reaches the compiled step as a 0-d tensor
+    updated in place, so its changing value never recompiles (a Python float would be a constant of the
+    graph); the schedule is the eager run's, logged the same, and the losses follow eager's."""
+    import functools
+    import json
+
+    from electra_bench.training import trainer
+    from electra_bench.training.budget import make_plan
+
+    p = presets.get("tiny").for_objective("rtd")
+    p = dataclasses.replace(p, encoder=dataclasses.replace(p.encoder, num_layers=1), batch_size=8, seq_len=32,
+                            rtd_temperature=1.0, rtd_temperature_warmup=(3.0, 0.25, 0.75))
+    plan = make_plan("rtd", "measured", 8e9 + 5e8, 1e9, (1.0,))
+    real = trainer.compile_forward
+    rows = {}
+    for mode in ("eager", "compiled"):
+        compiling = mode == "compiled"
+        if compiling:
+            monkeypatch.setattr(trainer, "compile_forward", functools.partial(real, backend="aot_eager",
+                                                                              fullgraph=True))
+        # after the first (compiling) step, any recompile raises
+        strict = (lambda done: torch.compiler.set_stance("fail_on_recompile") if done == 1 else None,)
+        torch._dynamo.reset()
+        try:
+            trainer.pretrain(p, plan, synthetic(96, 32, 2048), None, SP, tmp_path / mode, trainer.TrainOptions(
+                quiet=True, log_every=1, peak_flops=1e11, diagnostics_every=0, compile=compiling,
+                after_step=strict if compiling else ()))
+        finally:
+            torch.compiler.set_stance("default")
+            torch._dynamo.reset()
+        rows[mode] = [json.loads(line) for line in open(tmp_path / mode / "log.jsonl") if '"loss"' in line]
+    assert [r["temperature"] for r in rows["compiled"]] == [r["temperature"] for r in rows["eager"]] == \
+        pytest.approx([3.0, 3.0, 3.0, 2.5, 2.0, 1.5, 1.0, 1.0])
+    assert [r["loss"] for r in rows["compiled"]] == pytest.approx([r["loss"] for r in rows["eager"]], rel=1e-4)
