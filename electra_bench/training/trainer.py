@@ -231,9 +231,7 @@ def _pretrain(preset: Preset, plan: Plan, train: SequenceSource, heldout: Sequen
             meter.tick()
             if logged.is_log_step(done_steps):
                 finite.check(done_steps, lr)
-                metrics = distributed.mean_over_ranks(
-                    {"loss": float(result.loss.detach()), **{k: float(v) for k, v in result.metrics.items()}}, d
-                )
+                metrics = distributed.mean_over_ranks(read_metrics(result), d)
                 tok_s, mfu = meter.read()
                 row = {"step": done_steps, "flops": plan.flops_at(done_steps),
                        "fraction": done_steps / plan.total_steps, "lr": lr, **temperature.logged(), **metrics,
@@ -345,6 +343,15 @@ class _Batches:
         _, host, padded, seed = self._next
         self._next = None
         return {k: v.to(self.d.device, non_blocking=True) for k, v in host.items()}, padded, seed
+
+
+def read_metrics(result: objectives.ObjectiveResult) -> dict[str, float]:
+    """A step's loss and metrics as floats for its log row, in one device-to-host read (the scalars stacked,
+    in float64, so each is exactly the float its own read gave): a log step waits for the device once, not
+    once per metric."""
+    names = ["loss", *result.metrics]
+    values = torch.stack([result.loss.detach().double(), *(v.detach().double() for v in result.metrics.values())])
+    return dict(zip(names, values.tolist()))
 
 
 class _TemperatureSchedule:
