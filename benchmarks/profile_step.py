@@ -36,7 +36,7 @@ from electra_bench.flops import step_flops  # noqa: E402
 from electra_bench.special_tokens import DEFAULT as SPECIAL  # noqa: E402
 from electra_bench.training import optim  # noqa: E402
 from electra_bench.training.distributed import resolve_device  # noqa: E402
-from electra_bench.training.trainer import _Batches, _Order, seed_dropout  # noqa: E402
+from electra_bench.training.trainer import _Batches, _Order, read_metrics, seed_dropout  # noqa: E402
 
 PHASES = ("batch and seed (prepared ahead)", "batch to the device", "schedule and generator", "draws", "forward", "backward", "clip", "optimizer", "finite flag",
           "FLOP accounting", "log row")
@@ -104,8 +104,8 @@ def profile(preset, objective: str, device: torch.device, steps: int, warmup: in
         _ = (step + 1) * fps
         t = mark("FLOP accounting", t)
         if (step + 1) % log_every == 0:
-            _ = {"loss": float(result.loss.detach()), **{k: float(v) for k, v in result.metrics.items()}}
-            _ = bool(bad)
+            _ = bool(bad)  # as the trainer: the flag, then every metric in one read
+            _ = read_metrics(result)
         t = mark("log row", t)
         if step + 1 < total:
             batches.prepare(step + 1)  # as the trainer: after the step, while a GPU would still be running it

@@ -225,8 +225,9 @@ class SequenceClassifier(nn.Module):
         init_weights(self.pooler)
         init_weights(self.classifier)
 
-    def forward(self, input_ids, segment_ids, attention_mask) -> torch.Tensor:
-        cls = self.encoder(input_ids, segment_ids, attention_mask)[:, 0]  # (B, H)
+    def forward(self, input_ids, segment_ids, attention_mask, padded: bool | None = None) -> torch.Tensor:
+        """`padded` as `Encoder.forward`: decided on the host copy of the batch (None: read on the device)."""
+        cls = self.encoder(input_ids, segment_ids, attention_mask, padded)[:, 0]  # (B, H)
         return self.classifier(self.dropout(torch.tanh(self.pooler(cls))))  # (B, num_labels)
 
 

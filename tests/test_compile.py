@@ -184,3 +184,84 @@ def test_compile_refuses_what_is_not_an_objective():
 
     with pytest.raises(BenchError, match="not an objective"):
         trainer.compile_forward(torch.nn.Linear(2, 2))
+
+
+@pytest.mark.parametrize("objective", ["rtd", "replace-mlm"])
+def test_the_compiled_step_writes_to_none_of_its_inputs(objective):
+    """CUDA graphs (`--compile` on CUDA: mode reduce-overhead) are skipped for a graph that mutates an input,
+    with a warning and no error, so the step would quietly run as launches again. Eager sampling overwrites
+    the gumbel draw in place (it is the step's largest tensor); the compiled step must leave it, and every
+    other input, as it was, and still sample what eager samples."""
+    m = _model(objective, 0.0).train()
+    b = _batch(False)
+    noise = m.draw_noise(b, torch.Generator().manual_seed(3))
+    before = {"gumbel": noise.gumbel.clone(), "scores": noise.scores.clone(), "r": noise.corrupt_r.clone(),
+              **{k: v.clone() for k, v in b.items()}}
+    torch._dynamo.reset()
+    m.compile_step(fullgraph=True, backend="aot_eager")
+    compiled = m(b, noise=noise, padded=False)
+    after = {"gumbel": noise.gumbel, "scores": noise.scores, "r": noise.corrupt_r, **b}
+    assert all(torch.equal(before[k], after[k]) for k in before)
+    eager = m.compute(b, noise, padded=False)  # eager: consumes the draw in place, as it always did
+    assert not torch.equal(noise.gumbel, before["gumbel"])
+    assert torch.equal(compiled.extras["mlm_labels"], eager.extras["mlm_labels"])
+    assert compiled.metrics["replaced_frac"].item() == pytest.approx(eager.metrics["replaced_frac"].item())
+    torch._dynamo.reset()
+
+
+def test_evaluation_calls_stay_eager_under_compile():
+    """The compiled graph is the training step's. The held-out diagnostics call the objective in eval mode
+    on other batch shapes: through the compiled function each would compile (and on CUDA record) another
+    graph; they run eager, and the training step still finds its one graph."""
+    m = _model("rtd", 0.0)
+    torch._dynamo.reset()
+    m.compile_step(fullgraph=True, backend="aot_eager")
+    m.train()
+    m(_batch(False), torch.Generator().manual_seed(0), padded=False).loss.backward()
+    torch.compiler.set_stance("fail_on_recompile")
+    try:
+        with torch.no_grad():
+            m.eval()
+            m(_batch(True, B=3, T=24), torch.Generator().manual_seed(1))  # another shape, padded, eval mode
+            m.train()
+        m(_batch(False), torch.Generator().manual_seed(2), padded=False).loss.backward()
+    finally:
+        torch.compiler.set_stance("default")
+        torch._dynamo.reset()
+
+
+def test_temperature_warmup_compiles_once(tmp_path, synthetic, monkeypatch):
+    """`--temperature-warmup` with `--compile`: the temperature reaches the compiled step as a 0-d tensor
+    updated in place, so its changing value never recompiles (a Python float would be a constant of the
+    graph); the schedule is the eager run's, logged the same, and the losses follow eager's."""
+    import functools
+    import json
+
+    from electra_bench.training import trainer
+    from electra_bench.training.budget import make_plan
+
+    p = presets.get("tiny").for_objective("rtd")
+    p = dataclasses.replace(p, encoder=dataclasses.replace(p.encoder, num_layers=1), batch_size=8, seq_len=32,
+                            rtd_temperature=1.0, rtd_temperature_warmup=(3.0, 0.25, 0.75))
+    plan = make_plan("rtd", "measured", 8e9 + 5e8, 1e9, (1.0,))
+    real = trainer.compile_forward
+    rows = {}
+    for mode in ("eager", "compiled"):
+        compiling = mode == "compiled"
+        if compiling:
+            monkeypatch.setattr(trainer, "compile_forward", functools.partial(real, backend="aot_eager",
+                                                                              fullgraph=True))
+        # after the first (compiling) step, any recompile raises
+        strict = (lambda done: torch.compiler.set_stance("fail_on_recompile") if done == 1 else None,)
+        torch._dynamo.reset()
+        try:
+            trainer.pretrain(p, plan, synthetic(96, 32, 2048), None, SP, tmp_path / mode, trainer.TrainOptions(
+                quiet=True, log_every=1, peak_flops=1e11, diagnostics_every=0, compile=compiling,
+                after_step=strict if compiling else ()))
+        finally:
+            torch.compiler.set_stance("default")
+            torch._dynamo.reset()
+        rows[mode] = [json.loads(line) for line in open(tmp_path / mode / "log.jsonl") if '"loss"' in line]
+    assert [r["temperature"] for r in rows["compiled"]] == [r["temperature"] for r in rows["eager"]] == \
+        pytest.approx([3.0, 3.0, 3.0, 2.5, 2.0, 1.5, 1.0, 1.0])
+    assert [r["loss"] for r in rows["compiled"]] == pytest.approx([r["loss"] for r in rows["eager"]], rel=1e-4)

@@ -91,3 +91,40 @@ def test_layerwise_lr_decay_matches_electra():
     assert lr_of[id(model.classifier.weight)] == 1.0
     no_decay = [g for g in groups if g["weight_decay"] == 0.0]
     assert any(any(p is enc.layers[0].attn_norm.weight for p in g["params"]) for g in no_decay)
+
+
+def test_finetuning_and_scoring_wait_for_the_device_once_per_epoch(tokenizer):
+    """Fine-tuning flags a non-finite loss on the device and reads the flag once per epoch; padding is decided
+    on the host copy of each batch; scores and probe features are copied off the device once per split. So
+    on a GPU the host runs ahead of the device. Counted as dispatched reads (`bool`, `item`: what reaches
+    `_local_scalar_dense`), leaving out the optimizer's own step counters, host tensors on any device."""
+    import traceback
+
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Reads(TorchDispatchMode):
+        n = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if str(func.overloadpacket) in ("aten._local_scalar_dense", "aten.is_nonzero", "aten.item"):
+                if not any("torch/optim" in f.filename for f in traceback.extract_stack()):
+                    Reads.n += 1
+            return func(*args, **(kwargs or {}))
+
+    task = _keyword_task(n_train=96, n_dev=64)
+    for protocol, most in (("finetune", 2), ("probe", 0)):  # 2 epochs: 2 flag reads; the probe: none
+        recipe = Recipe(protocol=protocol, lr=3e-3, max_len=16, epochs=2, batch_size=16, probe_pool=96,
+                        probe_examples=64)
+        Reads.n = 0
+        with Reads():
+            evaluate(_encoder(tokenizer.vocab_size), task, tokenizer, recipe, seed=0, device=torch.device("cpu"))
+        assert Reads.n <= most, (protocol, Reads.n)
+
+
+def test_a_non_finite_finetuning_loss_is_one_clear_error(tokenizer):
+    from electra_bench.errors import BenchError
+
+    recipe = Recipe(protocol="finetune", lr=1e30, max_len=16, epochs=2, batch_size=16)
+    with pytest.raises(BenchError, match="non-finite fine-tuning loss on keyword .*epoch 1"):
+        evaluate(_encoder(tokenizer.vocab_size), _keyword_task(n_train=96, n_dev=32), tokenizer, recipe, seed=0,
+                 device=torch.device("cpu"))

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from ..choices import PROTOCOLS, require
 from ..data.encoding import encode_examples
 from ..errors import BenchError
-from ..model import Encoder, SequenceClassifier
+from ..model import Encoder, SequenceClassifier, has_padding
 from ..presets import FINETUNE_LR, LAYERWISE_LR_DECAY
 from ..training import optim
 from .metrics import compute
@@ -125,19 +125,23 @@ def features(encoder: Encoder, tokenizer, examples, max_len: int, device, batch_
     pairs = any(ex.text_b is not None for ex in examples) if pairs is None else pairs
     out = np.zeros((len(examples), feature_size(encoder.cfg.hidden_size, pairs)), dtype=np.float32)
     order = _by_length(examples)
+    parts = []  # kept on the device and copied once at the end: no wait for the device per batch
     for i in range(0, len(examples), batch_size):
         sel = order[i : i + batch_size]
         b = encode_examples(tokenizer, [examples[j] for j in sel], max_len)
+        padded = has_padding(b["attention_mask"])  # on the host copy: no device read
         att = b["attention_mask"].to(device)
         seg = b["segment_ids"].to(device)
-        h = encoder(b["input_ids"].to(device), seg, att).float()  # (B, T, H)
+        h = encoder(b["input_ids"].to(device), seg, att, padded).float()  # (B, T, H)
         if pairs:
             u = _masked_mean(h, att * (seg == 0))  # (B, H)
             v = _masked_mean(h, att * (seg == 1))  # (B, H)
             f = torch.cat([u, v, (u - v).abs(), u * v], dim=-1)  # (B, 4H)
         else:
             f = _masked_mean(h, att)
-        out[sel] = f.cpu().numpy()
+        parts.append(f)
+    if parts:
+        out[order] = torch.cat(parts).cpu().numpy()
     return out
 
 
@@ -259,21 +263,29 @@ def fit_classifier(encoder_state: dict, encoder_cfg, task, tokenizer, recipe: Re
     rng = np.random.default_rng([seed, 11])
     step = 0
     model.train()
-    for _ in range(epochs):
+    # a non-finite loss is flagged on the device and read once per epoch, not once per step (on a GPU each
+    # read waits for the device); the weights it spoils are discarded with the error
+    bad = torch.zeros((), dtype=torch.bool, device=device)
+    for epoch in range(epochs):
         order = rng.permutation(len(train))
+        first = step
         for i in range(0, len(train), recipe.batch_size):
             b = encode_examples(tokenizer, [train[j] for j in order[i : i + recipe.batch_size]], recipe.max_len)
             optim.set_lr(opt, optim.lr_at(step, total, 1.0, recipe.warmup_fraction), relative=True)
-            logits = model(b["input_ids"].to(device), b["segment_ids"].to(device), b["attention_mask"].to(device))
+            padded = has_padding(b["attention_mask"])  # on the host copy: no device read
+            logits = model(b["input_ids"].to(device), b["segment_ids"].to(device), b["attention_mask"].to(device),
+                           padded)
             labels = b["labels"].to(device)
             loss = F.mse_loss(logits.squeeze(-1), labels.float()) if spec.regression else F.cross_entropy(logits, labels)
-            if not torch.isfinite(loss):
-                raise BenchError(f"non-finite fine-tuning loss on {spec.name} (seed {seed}, step {step}); try a lower lr")
+            bad |= ~torch.isfinite(loss.detach())
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
             step += 1
+        if bool(bad):
+            raise BenchError(f"non-finite fine-tuning loss on {spec.name} (seed {seed}, epoch {epoch + 1}, a step "
+                             f"from {first} to {step - 1}); try a lower lr")
     return model.eval()
 
 
@@ -286,11 +298,15 @@ def score_classifier(model: SequenceClassifier, task, tokenizer, recipe: Recipe,
     examples = task.splits[split]
     order = _by_length(examples)
     outputs = np.zeros((len(examples), spec.num_labels), dtype=np.float32)
+    parts = []  # kept on the device and copied once at the end: no wait for the device per batch
     for i in range(0, len(examples), 128):
         sel = order[i : i + 128]
         b = encode_examples(tokenizer, [examples[j] for j in sel], recipe.max_len)
-        out = model(b["input_ids"].to(device), b["segment_ids"].to(device), b["attention_mask"].to(device))
-        outputs[sel] = out.float().cpu().numpy()
+        padded = has_padding(b["attention_mask"])  # on the host copy: no device read
+        parts.append(model(b["input_ids"].to(device), b["segment_ids"].to(device), b["attention_mask"].to(device),
+                           padded).float())
+    if parts:
+        outputs[order] = torch.cat(parts).cpu().numpy()
     return _score(spec, _predictions(spec, outputs), _labels_array(examples, spec.regression), split), outputs
 
 

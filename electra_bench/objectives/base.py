@@ -47,7 +47,8 @@ class Noise:
 
 
 class Objective(nn.Module):
-    """The interface of the module docstring. `compute` runs eagerly unless `compile_step()` was called."""
+    """The interface of the module docstring. `compute` runs eagerly unless `compile_step()` was called (then
+    training-mode calls run it compiled)."""
 
     name = "objective"
     _compiled = None
@@ -58,7 +59,10 @@ class Objective(nn.Module):
         attention mask, a host sync on CUDA); `noise`: `draw_noise`'s output (None: drawn here from `rng`)."""
         if noise is None:
             noise = self.draw_noise(batch, rng)
-        fn = self._compiled if self._compiled is not None else self.compute
+        # The compiled graph is the training step's. Eval-mode calls (the held-out diagnostics: a few batches at
+        # log points, other shapes, no dropout) run eager: compiled, each would compile, and under CUDA graphs
+        # record, a graph of its own
+        fn = self._compiled if self._compiled is not None and self.training else self.compute
         return fn(batch, noise, padded)
 
     def draw_noise(self, batch: Batch, rng: torch.Generator | None) -> Noise:

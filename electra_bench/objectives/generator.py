@@ -52,7 +52,11 @@ def generator_step(m: nn.Module, batch: Batch, noise: Noise, vocab_size: int, pa
     with torch.no_grad():
         logits = gen_logits.detach()
         if forbid:
-            logits = logits.index_fill(-1, torch.tensor(forbid, device=logits.device), float("-inf"))
+            # a copy with -inf in the forbidden columns, indexed by Python ints: no index tensor copied to the
+            # device every step (the same values as index_fill's)
+            logits = logits.clone()
+            for token in forbid:
+                logits[..., token] = float("-inf")
         sampled = sample_replacements(logits, labels, m.temperature, m.disallow_correct, None, uniform=noise.gumbel)
         sampled = torch.where(weights > 0, sampled, labels)  # (B, P)
         corrupted = ids.scatter(1, positions, sampled)  # (B, T)
@@ -76,26 +80,33 @@ def draw_generator_noise(batch: Batch, rng: torch.Generator | None, max_predicti
     return Noise(scores, r, tokens, gumbel)
 
 
-def sample_replacements(logits: torch.Tensor, originals: torch.Tensor, temperature: float,
+def sample_replacements(logits: torch.Tensor, originals: torch.Tensor, temperature: float | torch.Tensor,
                         disallow_correct: bool, rng: torch.Generator | None,
                         uniform: torch.Tensor | None = None) -> torch.Tensor:
     """Gumbel-max samples from softmax(logits / temperature): (B, P, V) -> (B, P). `disallow_correct`
     removes the original token from the choice (the official code's option); temperature 0 is argmax.
-    `uniform`: the (B, P, V) float32 uniform draw, made beforehand and overwritten here; None: drawn from `rng`.
+    `uniform`: the (B, P, V) float32 uniform draw, made beforehand and overwritten here when eager (a compiled
+    step leaves it as it is); None: drawn from `rng`. `temperature` as a 0-d tensor: a compiled step whose
+    temperature follows a schedule (training/trainer.py), so that every value is an input of one graph rather
+    than a constant that recompiles it.
 
     (B, P, V) is the largest tensor of the step, so it is touched as few times as possible: the noise is
     transformed in place, and at temperature 1 the logits are added as they are (x / 1 == x, so no
     scaled copy)."""
-    if temperature == 1:
+    if isinstance(temperature, torch.Tensor):
+        scaled = torch.where(temperature > 0, logits.float() / temperature, logits.float() * 1e6)
+    elif temperature == 1:
         scaled = logits.float()  # the logits themselves when they are fp32: not written to
     else:
         scaled = logits.float() / temperature if temperature > 0 else logits.float() * 1e6
     if disallow_correct:
         scaled = scaled.scatter(-1, originals[..., None], float("-inf"))
-    # gumbel noise -log(-log(u + eps) + eps), in place
+    # gumbel noise -log(-log(u + eps) + eps), in place. A compiled step must not write to its input: inductor
+    # does not capture a graph that mutates an input in CUDA graphs (it runs it without them, with a warning)
     g = uniform if uniform is not None else torch.rand(logits.shape, generator=rng, device=logits.device,
                                                         dtype=torch.float32)
-    g.add_(1e-9).log_().neg_().add_(1e-9).log_().neg_()
+    g = g.add(1e-9) if torch.compiler.is_compiling() else g.add_(1e-9)
+    g.log_().neg_().add_(1e-9).log_().neg_()
     return g.add_(scaled).argmax(-1)
 
 

@@ -161,9 +161,6 @@ def pretrain(
 
 def _pretrain(preset: Preset, plan: Plan, train: SequenceSource, heldout: SequenceSource | None, special: SpecialIds,
               out_dir: str | Path, opts: TrainOptions, run_info: dict | None, tokenizer) -> dict:
-    if opts.compile and preset.rtd_temperature_warmup is not None:  # a new float each step: a recompile each step
-        raise BenchError("--temperature-warmup and --compile exclude each other (the changing temperature would "
-                         "recompile the training step)")
     out = PretrainLayout(out_dir)
     d = distributed.setup(opts.device)
     local_batch = _local_batch(preset, train, d)
@@ -191,10 +188,7 @@ def _pretrain(preset: Preset, plan: Plan, train: SequenceSource, heldout: Sequen
 
     model, unigram = initial_model(plan.objective, preset, train, heldout is not None, special, opts.seed)
     model = model.to(d.device)
-    # a generator's sampling temperature on a schedule (presets.temperature_at); objectives without one ignore it
-    anneal = preset.rtd_temperature_warmup is not None and hasattr(model, "temperature")
-    if anneal:
-        model.temperature = preset.temperature_at(0.0)
+    temperature = _TemperatureSchedule(model, preset, opts.compile, d.device)
     diag = _Diagnostics(model, heldout, preset, opts, special, d.device, unigram)
     optimizer = optim.pretraining_optimizer(model, preset, d.device)
     start_step = _resume(out, model, optimizer, opts.resume, d, diag)
@@ -222,8 +216,7 @@ def _pretrain(preset: Preset, plan: Plan, train: SequenceSource, heldout: Sequen
             model.train()
             lr = optim.lr_at(step, plan.total_steps, preset.lr, preset.warmup_for(plan.total_steps))
             optim.set_lr(optimizer, lr)
-            if anneal:
-                model.temperature = preset.temperature_at(step / plan.total_steps)
+            temperature.set(step / plan.total_steps)
             batch, padded, seed = batches.get(step)
             seed_dropout(seed, d.device)
             rng = torch.Generator(device=d.device).manual_seed(seed)
@@ -238,13 +231,10 @@ def _pretrain(preset: Preset, plan: Plan, train: SequenceSource, heldout: Sequen
             meter.tick()
             if logged.is_log_step(done_steps):
                 finite.check(done_steps, lr)
-                metrics = distributed.mean_over_ranks(
-                    {"loss": float(result.loss.detach()), **{k: float(v) for k, v in result.metrics.items()}}, d
-                )
+                metrics = distributed.mean_over_ranks(read_metrics(result), d)
                 tok_s, mfu = meter.read()
-                temperature = {"temperature": model.temperature} if anneal else {}
                 row = {"step": done_steps, "flops": plan.flops_at(done_steps),
-                       "fraction": done_steps / plan.total_steps, "lr": lr, **temperature, **metrics,
+                       "fraction": done_steps / plan.total_steps, "lr": lr, **temperature.logged(), **metrics,
                        "tokens_per_s": tok_s, "mfu": mfu}
                 if done_steps in diag_steps:
                     with torch.autocast(d.device.type, dtype=torch.bfloat16, enabled=bf16):
@@ -353,6 +343,40 @@ class _Batches:
         _, host, padded, seed = self._next
         self._next = None
         return {k: v.to(self.d.device, non_blocking=True) for k, v in host.items()}, padded, seed
+
+
+def read_metrics(result: objectives.ObjectiveResult) -> dict[str, float]:
+    """A step's loss and metrics as floats for its log row, in one device-to-host read (the scalars stacked,
+    in float64, so each is exactly the float its own read gave): a log step waits for the device once, not
+    once per metric."""
+    names = ["loss", *result.metrics]
+    values = torch.stack([result.loss.detach().double(), *(v.detach().double() for v in result.metrics.values())])
+    return dict(zip(names, values.tolist()))
+
+
+class _TemperatureSchedule:
+    """The generator's sampling temperature on its schedule (`presets.temperature_at`), set on the objective
+    before each step; with no warm-up, or an objective without a temperature, there is nothing to set.
+    Eager, the objective gets a Python float, as always. Compiled, a 0-d tensor on the device, updated in
+    place: an input of the step's one graph, where a float would be a constant that recompiles it."""
+
+    def __init__(self, model, preset: Preset, compiled: bool, device: torch.device):
+        self.model, self.preset = model, preset
+        self.on = preset.rtd_temperature_warmup is not None and hasattr(model, "temperature")
+        self.value: float | None = None
+        self.tensor = torch.zeros((), device=device) if self.on and compiled else None
+        self.set(0.0)
+
+    def set(self, fraction: float) -> None:
+        if not self.on:
+            return
+        self.value = self.preset.temperature_at(fraction)
+        if self.tensor is not None:
+            self.tensor.fill_(self.value)  # a kernel on CUDA, no host sync
+        self.model.temperature = self.tensor if self.tensor is not None else self.value
+
+    def logged(self) -> dict[str, float]:
+        return {"temperature": self.value} if self.on else {}
 
 
 class _LogSchedule:
