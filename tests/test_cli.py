@@ -102,6 +102,46 @@ def test_help_does_not_import_torch():
     assert proc.returncode == 0, proc.stderr
 
 
+# Refusals that need no model, answered before torch (or pandas) is imported: issue 33 measured 8 s from a
+# cold start for `pretrain --budget 1e21`, 2.3 s of it importing torch._dynamo for a FLOP count. How fast
+# they are is measured by benchmarks/bench_refusal.py; this checks what makes them fast.
+_NO_MODEL_REFUSALS = [
+    (["pretrain", "--objective", "mlm", "--budget", "1e21"], "--allow-long-schedule"),
+    (["pretrain", "--objective", "mlm", "--budget", "1e15x"], "malformed budget"),
+    (["pretrain", "--preset", "nope", "--objective", "mlm", "--budget", "1e15"], "unknown preset"),
+    (["pretrain", "--objective", "mlm", "--budget", "1e12", "--checkpoints", "0.5"], "--checkpoints"),
+    (["pretrain", "--objective", "mlm", "--budget", "1e12", "--corpus", "/nonexistent/c.txt"], "/nonexistent/c.txt"),
+    (["pretrain", "--objective", "mlm", "--budget", "1e12", "--vocab-file", "/nonexistent/v.txt"], "/nonexistent/v.txt"),
+    (["pretrain", "--objective", "rtd", "--budget", "1e30", "--allow-long-schedule"], "int64 counter"),
+    (["compare", "--budget", "1e21"], "--allow-long-schedule"),
+    (["compare", "--preset", "base", "--budget", "200000%", "--convention", "paper"], "--allow-long-schedule"),
+    (["compare", "--preset", "small"], "--budget is required"),
+    (["compare", "--quick", "--long"], "exclude each other"),
+    (["compare", "--quick", "--reference", "no-label"], "LABEL=SOURCE"),
+    (["compare", "--quick", "--data", "/nonexistent/glue"], "/nonexistent/glue"),
+    (["ablate", "--objectives", "mlm,nope"], "objective"),
+    (["sweep", "--budget", "1e21"], "--allow-long-schedule"),
+    (["finetune", "/nonexistent/ckpt"], "/nonexistent/ckpt"),
+    (["export", "/nonexistent/ckpt", "--out", "x"], "/nonexistent/ckpt"),
+    (["report", "/nonexistent/run"], "no such run directory"),
+    (["check", "/nonexistent/run", "--baseline", "b.json"], "no such run directory"),
+]
+
+
+@pytest.mark.parametrize("args,needle", _NO_MODEL_REFUSALS, ids=[" ".join(a[:3]) for a, _ in _NO_MODEL_REFUSALS])
+def test_refusals_that_need_no_model_come_before_torch_is_imported(tmp_path, args, needle):
+    code = ("import sys\nfrom electra_bench.__main__ import run\nsys.argv = ['electra-bench'] + sys.argv[1:]\n"
+            "try:\n    run()\nexcept SystemExit as e:\n    code = e.code\n"
+            "heavy = [m for m in ('torch', 'pandas') if m in sys.modules]\n"
+            "print('imported: ' + (','.join(heavy) or 'nothing heavy'), file=sys.stderr)\nsys.exit(code)")
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path)
+    *lines, imported = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and lines[0].startswith("error:") and needle in lines[0], proc.stderr
+    assert imported == "imported: nothing heavy", f"{imported} before refusing {args}"
+    assert list(tmp_path.iterdir()) == []  # nothing created
+
+
 def test_progress_eta_ignores_time_spent_waiting_in_the_queue(monkeypatch, capsys):
     """A run that waited 300 s for a worker, then did 10% in 10 s, has about 90 s left, not an hour."""
     from electra_bench.training import progress
