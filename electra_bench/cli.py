@@ -20,7 +20,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from .choices import ALL_OBJECTIVES, EMBEDDING_SHARING, ENGINES, FLOP_CONVENTIONS, PRECISIONS, PROTOCOLS
+from .choices import ALL_OBJECTIVES, DEVICE_KINDS, EMBEDDING_SHARING, ENGINES, FLOP_CONVENTIONS, PRECISIONS, PROTOCOLS
 from .errors import BenchError, Terminated
 from .reporting.text_formats import FORMATS
 from .training import termination
@@ -358,9 +358,13 @@ def experiment_options(fn):
                      help="Where jobs run: local worker processes, submitit-local (each job a submitit process) "
                           "or slurm (cluster jobs over a shared file system; pip install 'electra-bench[cluster]'; "
                           "docs/scheduling.md)."),
+        click.option("--device-kind", type=click.Choice(DEVICE_KINDS), default=None,
+                     help="The GPU the jobs run on, for the memory check and --dry-run's hours (datasheet memory "
+                          "and peak, measured speeds where there are some); default: this machine's devices, or "
+                          "an h100 (said so) with --engine slurm or GPUs this machine lacks."),
         click.option("--dry-run", is_flag=True,
-                     help="Print the job graph (jobs, FLOPs, device-hours at a stated MFU, wall time on the "
-                          "devices) and run nothing."),
+                     help="Print the job graph (jobs, FLOPs, device-hours at a measured or stated speed, wall "
+                          "time on the devices) for the target's devices and run nothing."),
         click.option("--quiet", is_flag=True, help="No progress output."),
         LONG_SCHEDULE_OPTION,
         click.option("--json", "as_json", is_flag=True, help="Machine-readable output (stable snake_case keys)."),
@@ -518,7 +522,7 @@ def export(source, out_dir, objective, seed, fraction, overwrite, as_json):
 @experiment_options
 @override_options
 def compare(preset, budget, quick, long_mode, references, convention, corpus, source, tasks, seeds, pretrain_seeds,
-            protocol, root, run_id, device, jobs, threads, devices, gpus_per_run, engine, dry_run, quiet,
+            protocol, root, run_id, device, jobs, threads, devices, gpus_per_run, engine, device_kind, dry_run, quiet,
             allow_long_schedule, as_json, overrides):
     """Pre-train MLM and RTD to the same budget, score every checkpoint, report the curves."""
     _experiment_prechecks(preset=preset, budget=budget, quick=quick, long_mode=long_mode, convention=convention,
@@ -532,7 +536,8 @@ def compare(preset, budget, quick, long_mode, references, convention, corpus, so
                                source=source, tasks=tasks.split(",") if tasks else None, seeds=seeds,
                                protocol=protocol, device=device, pretrain_seeds=pretrain_seeds, jobs=jobs,
                                threads=threads, overrides=overrides, long=long_mode, devices=devices,
-                               gpus_per_run=gpus_per_run, engine=engine, allow_long_schedule=allow_long_schedule)
+                               gpus_per_run=gpus_per_run, engine=engine, allow_long_schedule=allow_long_schedule,
+                               device_kind=device_kind)
     refs = parse_all(references)
     if dry_run:
         return _show_graph(plan_only(spec, root, run_id or spec.run_id()), as_json)
@@ -558,8 +563,8 @@ def _show_graph(plan: dict, as_json: bool) -> None:
 @experiment_options
 @override_options
 def ablate(preset, budget, objectives, quick, convention, corpus, source, tasks, seeds, pretrain_seeds, protocol, root,
-           run_id, device, jobs, threads, devices, gpus_per_run, engine, dry_run, quiet, allow_long_schedule, as_json,
-           overrides):
+           run_id, device, jobs, threads, devices, gpus_per_run, engine, device_kind, dry_run, quiet, allow_long_schedule,
+           as_json, overrides):
     """The paper's efficiency analysis (Table 5): every objective to one budget, final checkpoints scored."""
     chosen = [o.strip() for o in objectives.split(",") if o.strip()] if objectives else None
     _experiment_prechecks(preset=preset, budget=budget, quick=quick, long_mode=False, convention=convention,
@@ -572,7 +577,7 @@ def ablate(preset, budget, objectives, quick, convention, corpus, source, tasks,
                         source=source, tasks=tasks.split(",") if tasks else None, seeds=seeds, protocol=protocol,
                         device=device, pretrain_seeds=pretrain_seeds, jobs=jobs, threads=threads,
                         overrides=overrides, devices=devices, gpus_per_run=gpus_per_run, engine=engine,
-                        allow_long_schedule=allow_long_schedule)
+                        allow_long_schedule=allow_long_schedule, device_kind=device_kind)
     if dry_run:
         return _show_graph(plan_ablate(spec, root, run_id), as_json)
     result, rendered = run_ablate(spec, root, run_id, quiet=quiet or as_json)
@@ -590,8 +595,8 @@ def ablate(preset, budget, objectives, quick, convention, corpus, source, tasks,
 @experiment_options
 @override_options
 def sweep(preset, budget, generator_sizes, quick, convention, corpus, source, tasks, seeds, pretrain_seeds, protocol,
-          root, run_id, device, jobs, threads, devices, gpus_per_run, engine, dry_run, quiet, allow_long_schedule,
-          as_json, overrides):
+          root, run_id, device, jobs, threads, devices, gpus_per_run, engine, device_kind, dry_run, quiet,
+          allow_long_schedule, as_json, overrides):
     """The paper's generator-size sweep (Figure 3): ELECTRA at each generator size and BERT, all to one
     budget; every checkpoint scored; score vs generator size and vs FLOPs."""
     _experiment_prechecks(preset=preset, budget=budget, quick=quick, long_mode=False, convention=convention,
@@ -604,7 +609,7 @@ def sweep(preset, budget, generator_sizes, quick, convention, corpus, source, ta
                         tasks=tasks.split(",") if tasks else None, seeds=seeds, protocol=protocol, device=device,
                         pretrain_seeds=pretrain_seeds, jobs=jobs, threads=threads, overrides=overrides,
                         devices=devices, gpus_per_run=gpus_per_run, engine=engine,
-                        allow_long_schedule=allow_long_schedule)
+                        allow_long_schedule=allow_long_schedule, device_kind=device_kind)
     if dry_run:
         return _show_graph(plan_sweep(spec, root, run_id), as_json)
     result, rendered = run_sweep(spec, root, run_id, quiet=quiet or as_json, width=out.width)

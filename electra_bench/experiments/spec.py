@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass, field
 
 from .. import presets
-from ..choices import ALL_OBJECTIVES, ENGINES, OBJECTIVES, require
+from ..choices import ALL_OBJECTIVES, DEVICE_KINDS, ENGINES, OBJECTIVES, require
 from ..data.suite import load_suite
 from ..errors import BenchError
 from ..training import schedule
@@ -65,11 +65,12 @@ class CompareSpec:
     devices: str | None = field(default=None, compare=False)  # --devices: auto (None), cpu, N or ids "0,2"
     gpus_per_run: int = field(default=1, compare=False)  # GPUs of one pre-training run (torchrun DDP)
     engine: str = field(default="local", compare=False)  # one of ENGINES
+    device_kind: str | None = field(default=None, compare=False)  # --device-kind: what it is planned for (target.py)
 
     @classmethod
     def resolve(cls, *, preset, budget, quick, convention, corpus, source, tasks, seeds, protocol, device,
                 pretrain_seeds=None, jobs=None, threads=None, overrides=None, long=False, objectives=None,
-                devices=None, gpus_per_run=None, engine=None, allow_long_schedule=False):
+                devices=None, gpus_per_run=None, engine=None, allow_long_schedule=False, device_kind=None):
         precheck(preset=preset, budget=budget, quick=quick, long=long, convention=convention, overrides=overrides,
                  objectives=objectives, allow_long_schedule=allow_long_schedule)
         base = CPU_QUICK if quick else CPU_LONG if long else CPU_DEFAULT
@@ -109,19 +110,22 @@ class CompareSpec:
             devices=devices,
             gpus_per_run=gpus_per_run or 1,
             engine=require("engine", engine or "local", ENGINES),
+            device_kind=require("device kind", device_kind, DEVICE_KINDS) if device_kind else None,
         )
         # an absurdly long schedule fails here, before data or the run directory exist (the opt-in is not
-        # part of the config: it changes nothing about the run); memory first: the measured FLOP count of
-        # the schedule check runs a forward at the preset's shapes (minutes at --seq-len 100000)
+        # part of the config: it changes nothing about the run); memory first, on the device the jobs will
+        # run on (target.py: a cluster's GPUs, not the login node's CPU): the measured FLOP count of the
+        # schedule check runs a forward at the preset's shapes (minutes at --seq-len 100000)
         from ..training import run as runner  # torch, from here on
+        from . import target
 
-        runner.check_memory(spec.resolved_preset(), objectives, device, "auto")
+        target.resolve(spec).check_memory(spec)
         runner.check_schedule(spec.resolved_preset(), objectives, spec.budget, convention, allow_long_schedule)
         return spec
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
-        for k in ("device", "jobs", "devices", "gpus_per_run", "engine"):
+        for k in ("device", "jobs", "devices", "gpus_per_run", "engine", "device_kind"):
             d.pop(k)
         d["overrides"] = dict(self.overrides)
         if self.objectives == OBJECTIVES:  # left out at the default: compare's run ids stay what they were
