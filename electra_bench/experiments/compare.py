@@ -25,7 +25,7 @@ from ..data.task_sources import load_tasks
 from ..data.tasks import normalize_name
 from ..errors import BenchError
 from ..layout import RunLayout
-from ..reporting import plots, report
+from ..reporting import plots, report, tensorboard_curves
 from ..reporting.summary import build_summary
 from ..training import run as runner
 from . import sizing, target
@@ -66,6 +66,7 @@ def write_outputs(run, task_specs: dict, convention: str, work: dict) -> dict:
     summary.update(work)
     run.write_summary(summary)
     plots.plot_run(run, run.layout.plots)
+    tensorboard_curves.write(run.layout, summary)  # with the optional tensorboard package
     atomic_io.write_text(run.layout.report_txt, report.render([run], "table", width=120) + "\n")
     atomic_io.write_text(run.layout.report_md, report.render([run], "md") + "\n")
     return summary
