@@ -677,13 +677,16 @@ def check(run, baseline, tol, allow_different_config, as_json):
 @click.option("--out", "out_path", required=True, help="Where to write the baseline JSON.")
 @click.option("--tol", type=click.FloatRange(min=0), default=2.0, show_default=True,
               help="Allowed drop in score points (scores, margins); diagnostics use their own tolerances.")
-def baseline(run, out_path, tol):
+@click.option("--json", "as_json", is_flag=True, help="Print the baseline written, with its path under `out` "
+                                                     "(stable snake_case keys).")
+def baseline(run, out_path, tol, as_json):
     """Write a run's scores as a regression baseline for `check`."""
+    _existing_run(run)
     from .reporting.regression import score_tolerances, write_baseline
     from .reporting.results import load_compare_run
 
-    write_baseline(load_compare_run(run), out_path, tol=score_tolerances(tol))
-    click.echo(out_path)
+    written = write_baseline(load_compare_run(run), out_path, tol=score_tolerances(tol))
+    _emit_json({**written, "out": out_path}) if as_json else click.echo(out_path)
 
 
 class _HistoryGroup(click.Group):
@@ -740,15 +743,19 @@ def history_add(run, store, commit, parent, branch, date, note, as_json):
 @BASELINE_OPTION
 @click.option("--last", type=POSITIVE_INT, default=30, show_default=True, help="Plot the newest N records.")
 @click.option("--out", "out_dir", default="results/history", show_default=True, help="Directory for history.png/svg.")
-def history_plot(inputs, store, baseline, last, out_dir):
+@click.option("--json", "as_json", is_flag=True, help="Print the files written as JSON (`files`, `records`).")
+def history_plot(inputs, store, baseline, last, out_dir, as_json):
     """Plot the trend over commits: scores with their bands, the baseline's tolerance band, diagnostics,
     wall time. INPUTS: run directories (recorded on the fly) and/or a baseline JSON file."""
     from .reporting.history_plot import plot_history
     from .reporting.history_trend import gather, judge
 
     records, base, base_path = gather(store, inputs, baseline)
-    for path in plot_history(judge(records, base), out_dir, base, base_path, last=last):
-        click.echo(str(path))
+    paths = [str(p) for p in plot_history(judge(records, base), out_dir, base, base_path, last=last)]
+    if as_json:
+        return _emit_json({"files": paths, "records": len(records)})
+    for path in paths:
+        click.echo(path)
 
 
 @history.command("show")
@@ -760,11 +767,13 @@ def history_plot(inputs, store, baseline, last, out_dir):
 @click.option("--format", "fmt", type=click.Choice(("md", "csv", "json")), default="md", show_default=True,
               help="md: for a CI job summary or PR comment; csv/json: the whole trend.")
 @click.option("--plot-url", "plot_urls", multiple=True, help="Markdown: link to a plot (repeatable).")
-def history_show(inputs, store, baseline, last, fmt, plot_urls):
+@click.option("--json", "as_json", is_flag=True, help="The same as --format json (as every command takes it).")
+def history_show(inputs, store, baseline, last, fmt, plot_urls, as_json):
     """The newest record against the baseline and the previous ones (Markdown, pass/FAIL per metric), or
     the whole trend as CSV or JSON."""
     from .reporting.history_trend import gather, judge, render
 
+    fmt = "json" if as_json else fmt
     records, base, base_path = gather(store, inputs, baseline)
     click.echo(render(judge(records, base), base, base_path, fmt, last=last, plot_urls=plot_urls), nl=False)
 

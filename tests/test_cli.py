@@ -3,12 +3,13 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 
 def cli(*args, check=False):
-    proc = subprocess.run([sys.executable, "-m", "electra_bench.cli", *args], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-m", "electra_bench.cli", *map(str, args)], capture_output=True, text=True,
                           timeout=300)
     if check:
         assert proc.returncode == 0, proc.stderr
@@ -92,6 +93,46 @@ def test_every_option_says_what_it_does():
 
     walk(main, "electra-bench")
     assert not missing, missing
+
+
+def test_every_command_takes_json():
+    import click
+
+    from electra_bench.cli import main
+
+    lacking = []
+
+    def walk(cmd, path):
+        subs = getattr(cmd, "commands", {})
+        if not subs and not any(isinstance(p, click.Option) and "--json" in p.opts for p in cmd.params):
+            lacking.append(path)
+        for name, sub in subs.items():
+            walk(sub, f"{path} {name}")
+
+    walk(main, "electra-bench")
+    assert not lacking, lacking
+
+
+SNAKE = __import__("re").compile(r"^[a-z][a-z0-9_]*$")
+
+
+def test_the_reporting_commands_json_has_snake_case_keys(tmp_path):
+    from history_records import BASELINE, FIXTURE_RUN
+
+    outputs = {
+        "check": cli("check", FIXTURE_RUN, "--baseline", BASELINE, "--json"),
+        "baseline": cli("baseline", FIXTURE_RUN, "--out", tmp_path / "b.json", "--json"),
+        "history plot": cli("history", "plot", FIXTURE_RUN, "--out", tmp_path / "plots", "--json"),
+        "history show": cli("history", "show", FIXTURE_RUN, "--baseline", BASELINE, "--json"),
+        "report": cli("report", FIXTURE_RUN, "--json"),
+    }
+    for name, proc in outputs.items():
+        assert proc.returncode == 0, (name, proc.stderr)
+        data = json.loads(proc.stdout)
+        keys = data.keys() if isinstance(data, dict) else [k for row in data for k in row]
+        assert all(SNAKE.match(k) for k in keys), (name, [k for k in keys if not SNAKE.match(k)])
+    assert json.loads(outputs["baseline"].stdout)["out"] == str(tmp_path / "b.json")
+    assert all(Path(f).is_file() for f in json.loads(outputs["history plot"].stdout)["files"])
 
 
 def test_help_does_not_import_torch():
