@@ -25,8 +25,10 @@ from ..model import Encoder, EncoderConfig
 
 
 def write_tensors(path: Path, tensors: dict[str, torch.Tensor], metadata: dict[str, str] | None = None) -> None:
+    """`metadata`: the file header's (an export's {"format": "pt"}); checkpoints are written without."""
+    extra = {"metadata": metadata} if metadata else {}
     with atomic_io.atomic_path(path) as tmp:
-        save_file({k: v.detach().contiguous().cpu() for k, v in tensors.items()}, str(tmp), metadata=metadata)
+        save_file({k: v.detach().contiguous().cpu() for k, v in tensors.items()}, str(tmp), **extra)
 
 
 def unique_state(module: torch.nn.Module) -> dict[str, torch.Tensor]:
