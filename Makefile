@@ -1,5 +1,6 @@
 # electra-bench: `make install`, then `make compare`, `make test`, `make test-fast`, `make bench`,
-# `make ci-regression` (the CI regression recipe, examples/ci/regression.sh).
+# `make ci-regression` (the CI regression recipe, examples/ci/regression.sh), `make transformers4-env` (the
+# oldest transformers the exports are checked against, in .cache/; the tests build it themselves).
 #
 # Everything runs in a project virtual environment, $(VENV). `make install` creates it once, with the first
 # python >= 3.10 among python3, python3.13 ... python3.10 (or PYTHON=...), and installs the package into it;
@@ -19,7 +20,7 @@ ARGS ?=
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.electra-bench-installed
 
-.PHONY: install test test-fast bench compare ci-regression
+.PHONY: install test test-fast bench compare ci-regression transformers4-env
 # A failed venv creation (e.g. Debian without python3-venv) must not leave a bin/python that looks done.
 .DELETE_ON_ERROR:
 
@@ -56,3 +57,8 @@ compare: $(STAMP)
 # variables, e.g. `make ci-regression EB_STORE=ci-history/history.jsonl EB_OUT=ci-out`.
 ci-regression: $(STAMP)
 	PATH="$(abspath $(VENV))/bin:$$PATH" bash examples/ci/regression.sh
+
+# A second small environment with the oldest transformers the project claims (scripts/transformers_env.py),
+# which tests/test_transformers_versions.py loads exports with; built there too when missing.
+transformers4-env: $(STAMP)
+	"$(VPY)" scripts/transformers_env.py

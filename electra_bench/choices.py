@@ -20,6 +20,7 @@ FLOP_CONVENTIONS = ("measured", "paper")  # flops/: fvcore on our modules, or th
 PROTOCOLS = ("finetune", "probe", "fewshot")  # evaluation/finetune.py
 PRECISIONS = ("auto", "fp32", "bf16")  # training: auto = bf16 autocast on CUDA, fp32 on CPU
 ENGINES = ("local", "submitit-local", "slurm")  # where a job graph runs: experiments/graph.py, docs/scheduling.md
+DEVICE_KINDS = ("h100", "h200", "a100-80gb", "a100-40gb")  # --device-kind: what a plan is sized for (experiments/hardware.py)
 
 
 def require(kind: str, value: str, allowed: Sequence[str]) -> str:

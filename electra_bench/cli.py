@@ -14,12 +14,13 @@ import functools
 import json
 import sys
 import warnings
+from pathlib import Path
 
 import click
 from rich.console import Console
 from rich.markup import escape
 
-from .choices import ALL_OBJECTIVES, EMBEDDING_SHARING, ENGINES, FLOP_CONVENTIONS, PRECISIONS, PROTOCOLS
+from .choices import ALL_OBJECTIVES, DEVICE_KINDS, EMBEDDING_SHARING, ENGINES, FLOP_CONVENTIONS, PRECISIONS, PROTOCOLS
 from .errors import BenchError, Terminated
 from .reporting.text_formats import FORMATS
 from .training import termination
@@ -67,6 +68,43 @@ def _checkpoints(ctx, param, value: str | None) -> tuple[float, ...] | None:
         return parse_checkpoints(value)
     except BenchError as e:
         raise click.BadParameter(str(e).split(": ", 1)[-1])
+
+
+def _existing(path: str, expected: str) -> None:
+    """A path argument that must exist: refused in one line before the command imports anything heavy."""
+    if not Path(path).expanduser().exists():
+        raise BenchError(f"{path}: no such file or directory (expected {expected})")
+
+
+def _existing_run(path: str) -> None:
+    if not Path(path).expanduser().is_dir():
+        raise BenchError(f"{path}: no such run directory")
+
+
+def _experiment_prechecks(*, preset, budget, quick, long_mode, convention, overrides, objectives, corpus, source,
+                          references, dry_run, allow_long_schedule) -> None:
+    """What compare, ablate and sweep refuse without a model, before torch and pandas are imported: the
+    spec's arguments (experiments/spec.precheck), the references' syntax, and the data paths (a dry run plans
+    for another machine, where they may be, so it does not ask)."""
+    from .experiments.spec import precheck
+    from .reporting.reference_spec import parse_all
+
+    precheck(preset=preset, budget=budget, quick=quick, long=long_mode, convention=convention, overrides=overrides,
+             objectives=objectives, allow_long_schedule=allow_long_schedule)
+    parse_all(references)
+    if not dry_run:
+        _check_data_paths(corpus, source)
+
+
+def _check_data_paths(corpus: str | None, source: str | None) -> None:
+    if corpus is not None:
+        from .data.corpus import open_corpus
+
+        open_corpus(corpus)
+    if source is not None and not str(source).startswith("hf:") and str(source) != "suite":
+        from .data.task_sources import check_source
+
+        check_source(source)
 
 
 def _note(line: str | None) -> None:
@@ -320,9 +358,13 @@ def experiment_options(fn):
                      help="Where jobs run: local worker processes, submitit-local (each job a submitit process) "
                           "or slurm (cluster jobs over a shared file system; pip install 'electra-bench[cluster]'; "
                           "docs/scheduling.md)."),
+        click.option("--device-kind", type=click.Choice(DEVICE_KINDS), default=None,
+                     help="The GPU the jobs run on, for the memory check and --dry-run's hours (datasheet memory "
+                          "and peak, measured speeds where there are some); default: this machine's devices, or "
+                          "an h100 (said so) with --engine slurm or GPUs this machine lacks."),
         click.option("--dry-run", is_flag=True,
-                     help="Print the job graph (jobs, FLOPs, device-hours at a stated MFU, wall time on the "
-                          "devices) and run nothing."),
+                     help="Print the job graph (jobs, FLOPs, device-hours at a measured or stated speed, wall "
+                          "time on the devices) for the target's devices and run nothing."),
         click.option("--quiet", is_flag=True, help="No progress output."),
         LONG_SCHEDULE_OPTION,
         click.option("--json", "as_json", is_flag=True, help="Machine-readable output (stable snake_case keys)."),
@@ -373,14 +415,24 @@ def pretrain(preset, budget, convention, corpus, vocab_file, seed, device, preci
              quiet, allow_long_schedule, objective, out_dir, resume, log_every, save_every, peak_flops, dry_run,
              show_config, overrides, as_json):
     """Pre-train one objective to a fixed FLOP budget."""
-    from .training import run as runner
     from .presets import resolve
-    from .training.trainer import TrainOptions
+    from .training import schedule
 
     p = resolve(preset, overrides)
     if budget is None:
         raise BenchError("--budget is required (FLOPs like 1e15, or a share of the paper's budget like 25%)")
+    # what needs no model is refused before torch is imported (seconds): the schedule's limits on the
+    # paper's FLOP count, and the data's paths (planning needs no data)
+    schedule.check_schedule_bound(p, (objective,), budget, convention, allow_long_schedule)
     planning_only = dry_run or show_config
+    if not planning_only:
+        _check_data_paths(corpus, None)
+        if vocab_file is not None:
+            _existing(vocab_file, "a WordPiece vocab.txt")
+
+    from .training import run as runner
+    from .training.trainer import TrainOptions
+
     if not planning_only:  # first: the FLOP count below runs a forward at these shapes (minutes at --seq-len 1e5)
         runner.check_memory(p, (objective,), device, precision, allow_emulated_bf16)
     # the schedule's length needs only the preset: checked before data or --out exist
@@ -420,6 +472,9 @@ def finetune(checkpoint, tasks, source, seeds, protocol, device, as_json):
 
     CHECKPOINT: a pre-training checkpoint (checkpoints/frac-F), a local transformers folder of a BERT or
     ELECTRA encoder, or hf:NAME for a model already in the local Hugging Face cache."""
+    if not checkpoint.startswith("hf:"):
+        _existing(checkpoint, "a checkpoints/frac-F directory, a transformers folder, or hf:NAME")
+    _check_data_paths(None, source)
     from .evaluation.scoring import score_checkpoint
     from .reporting.tables import checkpoint_table
 
@@ -444,6 +499,7 @@ def export(source, out_dir, objective, seed, fraction, overwrite, as_json):
 
     SOURCE: a checkpoints/frac-F directory, or a compare run directory with --objective (and --seed,
     --fraction)."""
+    _existing(source, "a checkpoints/frac-F directory, or a compare run directory with --objective")
     from .interop.export import checkpoint_of_run, export as do_export
 
     if objective is not None:
@@ -466,18 +522,22 @@ def export(source, out_dir, objective, seed, fraction, overwrite, as_json):
 @experiment_options
 @override_options
 def compare(preset, budget, quick, long_mode, references, convention, corpus, source, tasks, seeds, pretrain_seeds,
-            protocol, root, run_id, device, jobs, threads, devices, gpus_per_run, engine, dry_run, quiet,
+            protocol, root, run_id, device, jobs, threads, devices, gpus_per_run, engine, device_kind, dry_run, quiet,
             allow_long_schedule, as_json, overrides):
     """Pre-train MLM and RTD to the same budget, score every checkpoint, report the curves."""
+    _experiment_prechecks(preset=preset, budget=budget, quick=quick, long_mode=long_mode, convention=convention,
+                          overrides=overrides, objectives=None, corpus=corpus, source=source, references=references,
+                          dry_run=dry_run, allow_long_schedule=allow_long_schedule)
     from .experiments import references as refs_mod
     from .experiments.compare import CompareSpec, plan_only, run_compare
-    from .reporting.references import parse_all
+    from .reporting.reference_spec import parse_all
 
     spec = CompareSpec.resolve(preset=preset, budget=budget, quick=quick, convention=convention, corpus=corpus,
                                source=source, tasks=tasks.split(",") if tasks else None, seeds=seeds,
                                protocol=protocol, device=device, pretrain_seeds=pretrain_seeds, jobs=jobs,
                                threads=threads, overrides=overrides, long=long_mode, devices=devices,
-                               gpus_per_run=gpus_per_run, engine=engine, allow_long_schedule=allow_long_schedule)
+                               gpus_per_run=gpus_per_run, engine=engine, allow_long_schedule=allow_long_schedule,
+                               device_kind=device_kind)
     refs = parse_all(references)
     if dry_run:
         return _show_graph(plan_only(spec, root, run_id or spec.run_id()), as_json)
@@ -503,17 +563,21 @@ def _show_graph(plan: dict, as_json: bool) -> None:
 @experiment_options
 @override_options
 def ablate(preset, budget, objectives, quick, convention, corpus, source, tasks, seeds, pretrain_seeds, protocol, root,
-           run_id, device, jobs, threads, devices, gpus_per_run, engine, dry_run, quiet, allow_long_schedule, as_json,
-           overrides):
+           run_id, device, jobs, threads, devices, gpus_per_run, engine, device_kind, dry_run, quiet, allow_long_schedule,
+           as_json, overrides):
     """The paper's efficiency analysis (Table 5): every objective to one budget, final checkpoints scored."""
+    chosen = [o.strip() for o in objectives.split(",") if o.strip()] if objectives else None
+    _experiment_prechecks(preset=preset, budget=budget, quick=quick, long_mode=False, convention=convention,
+                          overrides=overrides, objectives=chosen, corpus=corpus, source=source, references=(),
+                          dry_run=dry_run, allow_long_schedule=allow_long_schedule)
     from .experiments.ablate import plan_ablate, resolve_spec, run_ablate
 
-    spec = resolve_spec(objectives=[o.strip() for o in objectives.split(",") if o.strip()] if objectives else None,
+    spec = resolve_spec(objectives=chosen,
                         preset=preset, budget=budget, quick=quick, convention=convention, corpus=corpus,
                         source=source, tasks=tasks.split(",") if tasks else None, seeds=seeds, protocol=protocol,
                         device=device, pretrain_seeds=pretrain_seeds, jobs=jobs, threads=threads,
                         overrides=overrides, devices=devices, gpus_per_run=gpus_per_run, engine=engine,
-                        allow_long_schedule=allow_long_schedule)
+                        allow_long_schedule=allow_long_schedule, device_kind=device_kind)
     if dry_run:
         return _show_graph(plan_ablate(spec, root, run_id), as_json)
     result, rendered = run_ablate(spec, root, run_id, quiet=quiet or as_json)
@@ -531,10 +595,13 @@ def ablate(preset, budget, objectives, quick, convention, corpus, source, tasks,
 @experiment_options
 @override_options
 def sweep(preset, budget, generator_sizes, quick, convention, corpus, source, tasks, seeds, pretrain_seeds, protocol,
-          root, run_id, device, jobs, threads, devices, gpus_per_run, engine, dry_run, quiet, allow_long_schedule,
-          as_json, overrides):
+          root, run_id, device, jobs, threads, devices, gpus_per_run, engine, device_kind, dry_run, quiet,
+          allow_long_schedule, as_json, overrides):
     """The paper's generator-size sweep (Figure 3): ELECTRA at each generator size and BERT, all to one
     budget; every checkpoint scored; score vs generator size and vs FLOPs."""
+    _experiment_prechecks(preset=preset, budget=budget, quick=quick, long_mode=False, convention=convention,
+                          overrides=overrides, objectives=None, corpus=corpus, source=source, references=(),
+                          dry_run=dry_run, allow_long_schedule=allow_long_schedule)
     from .experiments.sweep import plan_sweep, resolve_spec, run_sweep
 
     spec = resolve_spec(generator_sizes=generator_sizes, preset=preset, budget=budget, quick=quick,
@@ -542,7 +609,7 @@ def sweep(preset, budget, generator_sizes, quick, convention, corpus, source, ta
                         tasks=tasks.split(",") if tasks else None, seeds=seeds, protocol=protocol, device=device,
                         pretrain_seeds=pretrain_seeds, jobs=jobs, threads=threads, overrides=overrides,
                         devices=devices, gpus_per_run=gpus_per_run, engine=engine,
-                        allow_long_schedule=allow_long_schedule)
+                        allow_long_schedule=allow_long_schedule, device_kind=device_kind)
     if dry_run:
         return _show_graph(plan_sweep(spec, root, run_id), as_json)
     result, rendered = run_sweep(spec, root, run_id, quiet=quiet or as_json, width=out.width)
@@ -563,6 +630,8 @@ def sweep(preset, budget, generator_sizes, quick, convention, corpus, source, ta
 def report(runs, fmt, references, device, show_plan, as_json):
     """Paper-style table for one or more runs: compare runs in Table 1's layout with the headline,
     ablation runs in Table 5's."""
+    for run in runs:
+        _existing_run(run)
     from .reporting.report import plan_report, render_runs, report_json
 
     if references:
@@ -591,6 +660,8 @@ def report(runs, fmt, references, device, show_plan, as_json):
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (stable snake_case keys).")
 def check(run, baseline, tol, allow_different_config, as_json):
     """CI regression check: exit 0 within tolerance, 1 on a regression, 2 on bad input or unlike runs."""
+    _existing_run(run)
+    _existing(baseline, "a baseline JSON written by `electra-bench baseline`")
     from .reporting.regression import check as do_check
     from .reporting.regression import score_tolerances
     from .reporting.results import load_compare_run
@@ -606,13 +677,16 @@ def check(run, baseline, tol, allow_different_config, as_json):
 @click.option("--out", "out_path", required=True, help="Where to write the baseline JSON.")
 @click.option("--tol", type=click.FloatRange(min=0), default=2.0, show_default=True,
               help="Allowed drop in score points (scores, margins); diagnostics use their own tolerances.")
-def baseline(run, out_path, tol):
+@click.option("--json", "as_json", is_flag=True, help="Print the baseline written, with its path under `out` "
+                                                     "(stable snake_case keys).")
+def baseline(run, out_path, tol, as_json):
     """Write a run's scores as a regression baseline for `check`."""
+    _existing_run(run)
     from .reporting.regression import score_tolerances, write_baseline
     from .reporting.results import load_compare_run
 
-    write_baseline(load_compare_run(run), out_path, tol=score_tolerances(tol))
-    click.echo(out_path)
+    written = write_baseline(load_compare_run(run), out_path, tol=score_tolerances(tol))
+    _emit_json({**written, "out": out_path}) if as_json else click.echo(out_path)
 
 
 class _HistoryGroup(click.Group):
@@ -669,15 +743,19 @@ def history_add(run, store, commit, parent, branch, date, note, as_json):
 @BASELINE_OPTION
 @click.option("--last", type=POSITIVE_INT, default=30, show_default=True, help="Plot the newest N records.")
 @click.option("--out", "out_dir", default="results/history", show_default=True, help="Directory for history.png/svg.")
-def history_plot(inputs, store, baseline, last, out_dir):
+@click.option("--json", "as_json", is_flag=True, help="Print the files written as JSON (`files`, `records`).")
+def history_plot(inputs, store, baseline, last, out_dir, as_json):
     """Plot the trend over commits: scores with their bands, the baseline's tolerance band, diagnostics,
     wall time. INPUTS: run directories (recorded on the fly) and/or a baseline JSON file."""
     from .reporting.history_plot import plot_history
     from .reporting.history_trend import gather, judge
 
     records, base, base_path = gather(store, inputs, baseline)
-    for path in plot_history(judge(records, base), out_dir, base, base_path, last=last):
-        click.echo(str(path))
+    paths = [str(p) for p in plot_history(judge(records, base), out_dir, base, base_path, last=last)]
+    if as_json:
+        return _emit_json({"files": paths, "records": len(records)})
+    for path in paths:
+        click.echo(path)
 
 
 @history.command("show")
@@ -689,11 +767,13 @@ def history_plot(inputs, store, baseline, last, out_dir):
 @click.option("--format", "fmt", type=click.Choice(("md", "csv", "json")), default="md", show_default=True,
               help="md: for a CI job summary or PR comment; csv/json: the whole trend.")
 @click.option("--plot-url", "plot_urls", multiple=True, help="Markdown: link to a plot (repeatable).")
-def history_show(inputs, store, baseline, last, fmt, plot_urls):
+@click.option("--json", "as_json", is_flag=True, help="The same as --format json (as every command takes it).")
+def history_show(inputs, store, baseline, last, fmt, plot_urls, as_json):
     """The newest record against the baseline and the previous ones (Markdown, pass/FAIL per metric), or
     the whole trend as CSV or JSON."""
     from .reporting.history_trend import gather, judge, render
 
+    fmt = "json" if as_json else fmt
     records, base, base_path = gather(store, inputs, baseline)
     click.echo(render(judge(records, base), base, base_path, fmt, last=last, plot_urls=plot_urls), nl=False)
 

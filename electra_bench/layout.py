@@ -8,11 +8,15 @@ A pre-training run (`electra-bench pretrain --out DIR`, or one seed of a compare
     DIR/checkpoints/frac-F/   the kept encoder at budget fraction F (training/checkpoint.py)
     DIR/state/                the newest resumable state (removed when the run is done)
     DIR/done.json             written last: the run's summary
+    DIR/tensorboard/          log.jsonl as TensorBoard scalars, with the optional tensorboard package
+                              (training/tensorboard_log.py)
 
 A compare run (`results/<run-id>/`, reporting/results.py):
 
     config.json  provenance.json  history.jsonl  scores.jsonl  summary.json  report.md  report.txt
     plots/  .lock  references.jsonl (external checkpoints scored beside the run, when any)
+    tensorboard/<objective>/         its score-vs-FLOPs curves, with the optional tensorboard package
+                                     (reporting/tensorboard_curves.py)
     pretrain/<objective>/seed-<k>/   a pre-training run as above
 
 An ablation run (`electra-bench ablate`, experiments/ablate.py) has the same layout with
@@ -48,6 +52,7 @@ class PretrainLayout:
     checkpoints = property(lambda self: self.root / "checkpoints")
     state = property(lambda self: self.root / "state")
     done = property(lambda self: self.root / "done.json")
+    tensorboard = property(lambda self: self.root / "tensorboard")
 
     def checkpoint(self, fraction: float) -> Path:
         return self.checkpoints / fraction_dir(fraction)
@@ -74,6 +79,7 @@ class RunLayout:
     sweep = property(lambda self: self.root / "sweep.json")  # a generator-size sweep's table
     points = property(lambda self: self.root / "points")  # a sweep's runs, one per point
     plots = property(lambda self: self.root / "plots")
+    tensorboard = property(lambda self: self.root / "tensorboard")  # one event directory per objective
     lock = property(lambda self: self.root / ".lock")
 
     def pretrain_root(self, objective: str) -> Path:

@@ -13,33 +13,14 @@ The analytic FLOP formula for this model (the paper's convention) is
 from __future__ import annotations
 
 import functools
-import math
 import warnings
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from .errors import BenchError
-
-
-@dataclass(frozen=True)
-class EncoderConfig:
-    vocab_size: int = 30522
-    embedding_size: int = 128  # E; projected to H when it differs (ELECTRA's factorised embeddings)
-    hidden_size: int = 256  # H
-    num_layers: int = 12
-    num_heads: int = 4
-    ffn_size: int = 1024
-    max_positions: int = 512
-    type_vocab_size: int = 2
-    dropout: float = 0.1
-    layer_norm_eps: float = 1e-12
-
-    @property
-    def head_dim(self) -> int:
-        return self.hidden_size // self.num_heads
+from .model_config import EncoderConfig, generator_config  # noqa: F401  (the model's config, importable without torch)
 
 
 def _cpu_eager(x: torch.Tensor) -> bool:
@@ -258,27 +239,6 @@ def init_weights(module: nn.Module) -> None:
 def count_parameters(module: nn.Module) -> int:
     """Unique parameters (tied/shared tensors counted once)."""
     return sum(p.numel() for p in {id(p): p for p in module.parameters()}.values())
-
-
-def generator_config(disc: EncoderConfig, size: float) -> EncoderConfig:
-    """ELECTRA's generator: same depth and embedding size, hidden = `size` x the discriminator's
-    (or `size` itself when > 1), FFN 4x hidden, heads = hidden / 64 (at least 1)."""
-    hidden = int(size) if size > 1 else max(1, int(round(disc.hidden_size * size)))
-    heads = max(1, hidden // 64)
-    if hidden % heads:
-        heads = math.gcd(hidden, heads)
-    return EncoderConfig(
-        vocab_size=disc.vocab_size,
-        embedding_size=disc.embedding_size,
-        hidden_size=hidden,
-        num_layers=disc.num_layers,
-        num_heads=heads,
-        ffn_size=4 * hidden,
-        max_positions=disc.max_positions,
-        type_vocab_size=disc.type_vocab_size,
-        dropout=disc.dropout,
-        layer_norm_eps=disc.layer_norm_eps,
-    )
 
 
 # ---- precision -----------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from typing import Callable
 
 from .choices import EMBEDDING_SHARING, OBJECTIVES, require
 from .errors import BenchError
-from .model import EncoderConfig, generator_config
+from .model_config import EncoderConfig, generator_config
 
 # The fine-tuning recipe's defaults (ELECTRA paper, Table 7: ELECTRA-Small's values); presets differ
 # where the paper's do, and a checkpoint records its preset's pair.

@@ -10,10 +10,10 @@ PACKAGE = Path(__file__).resolve().parent.parent / "electra_bench"
 
 # stage -> rank: a module may import modules of its own rank or lower (docs/architecture.md)
 STAGES = {
-    "electra_bench": 0, "electra_bench.errors": 0, "electra_bench.atomic_io": 0,
+    "electra_bench": 0, "electra_bench.errors": 0, "electra_bench.atomic_io": 0, "electra_bench.event_files": 0,
     "electra_bench.special_tokens": 0, "electra_bench.choices": 0, "electra_bench.layout": 0,
     "electra_bench.locking": 0,
-    "electra_bench.model": 1, "electra_bench.objectives": 1, "electra_bench.presets": 1,
+    "electra_bench.model": 1, "electra_bench.model_config": 1, "electra_bench.objectives": 1, "electra_bench.presets": 1,
     "electra_bench.learning_signal": 1, "electra_bench.flops": 1,
     "electra_bench.data": 2,
     "electra_bench.training": 3, "electra_bench.interop": 3,

@@ -3,12 +3,13 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 
 def cli(*args, check=False):
-    proc = subprocess.run([sys.executable, "-m", "electra_bench.cli", *args], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-m", "electra_bench.cli", *map(str, args)], capture_output=True, text=True,
                           timeout=300)
     if check:
         assert proc.returncode == 0, proc.stderr
@@ -94,12 +95,92 @@ def test_every_option_says_what_it_does():
     assert not missing, missing
 
 
+def test_every_command_takes_json():
+    import click
+
+    from electra_bench.cli import main
+
+    lacking = []
+
+    def walk(cmd, path):
+        subs = getattr(cmd, "commands", {})
+        if not subs and not any(isinstance(p, click.Option) and "--json" in p.opts for p in cmd.params):
+            lacking.append(path)
+        for name, sub in subs.items():
+            walk(sub, f"{path} {name}")
+
+    walk(main, "electra-bench")
+    assert not lacking, lacking
+
+
+SNAKE = __import__("re").compile(r"^[a-z][a-z0-9_]*$")
+
+
+def test_the_reporting_commands_json_has_snake_case_keys(tmp_path):
+    from history_records import BASELINE, FIXTURE_RUN
+
+    outputs = {
+        "check": cli("check", FIXTURE_RUN, "--baseline", BASELINE, "--json"),
+        "baseline": cli("baseline", FIXTURE_RUN, "--out", tmp_path / "b.json", "--json"),
+        "history plot": cli("history", "plot", FIXTURE_RUN, "--out", tmp_path / "plots", "--json"),
+        "history show": cli("history", "show", FIXTURE_RUN, "--baseline", BASELINE, "--json"),
+        "report": cli("report", FIXTURE_RUN, "--json"),
+    }
+    for name, proc in outputs.items():
+        assert proc.returncode == 0, (name, proc.stderr)
+        data = json.loads(proc.stdout)
+        keys = data.keys() if isinstance(data, dict) else [k for row in data for k in row]
+        assert all(SNAKE.match(k) for k in keys), (name, [k for k in keys if not SNAKE.match(k)])
+    assert json.loads(outputs["baseline"].stdout)["out"] == str(tmp_path / "b.json")
+    assert all(Path(f).is_file() for f in json.loads(outputs["history plot"].stdout)["files"])
+
+
 def test_help_does_not_import_torch():
     proc = subprocess.run([sys.executable, "-c", "import sys; from electra_bench.__main__ import run; "
                            "sys.argv = ['electra-bench', 'compare', '--help']\ntry:\n    run()\n"
                            "except SystemExit:\n    pass\nassert 'torch' not in sys.modules, 'torch imported'"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
+
+
+# Refusals that need no model, answered before torch (or pandas) is imported: issue 33 measured 8 s from a
+# cold start for `pretrain --budget 1e21`, 2.3 s of it importing torch._dynamo for a FLOP count. How fast
+# they are is measured by benchmarks/bench_refusal.py; this checks what makes them fast.
+_NO_MODEL_REFUSALS = [
+    (["pretrain", "--objective", "mlm", "--budget", "1e21"], "--allow-long-schedule"),
+    (["pretrain", "--objective", "mlm", "--budget", "1e15x"], "malformed budget"),
+    (["pretrain", "--preset", "nope", "--objective", "mlm", "--budget", "1e15"], "unknown preset"),
+    (["pretrain", "--objective", "mlm", "--budget", "1e12", "--checkpoints", "0.5"], "--checkpoints"),
+    (["pretrain", "--objective", "mlm", "--budget", "1e12", "--corpus", "/nonexistent/c.txt"], "/nonexistent/c.txt"),
+    (["pretrain", "--objective", "mlm", "--budget", "1e12", "--vocab-file", "/nonexistent/v.txt"], "/nonexistent/v.txt"),
+    (["pretrain", "--objective", "rtd", "--budget", "1e30", "--allow-long-schedule"], "int64 counter"),
+    (["compare", "--budget", "1e21"], "--allow-long-schedule"),
+    (["compare", "--preset", "base", "--budget", "200000%", "--convention", "paper"], "--allow-long-schedule"),
+    (["compare", "--preset", "small"], "--budget is required"),
+    (["compare", "--quick", "--long"], "exclude each other"),
+    (["compare", "--quick", "--reference", "no-label"], "LABEL=SOURCE"),
+    (["compare", "--quick", "--data", "/nonexistent/glue"], "/nonexistent/glue"),
+    (["ablate", "--objectives", "mlm,nope"], "objective"),
+    (["sweep", "--budget", "1e21"], "--allow-long-schedule"),
+    (["finetune", "/nonexistent/ckpt"], "/nonexistent/ckpt"),
+    (["export", "/nonexistent/ckpt", "--out", "x"], "/nonexistent/ckpt"),
+    (["report", "/nonexistent/run"], "no such run directory"),
+    (["check", "/nonexistent/run", "--baseline", "b.json"], "no such run directory"),
+]
+
+
+@pytest.mark.parametrize("args,needle", _NO_MODEL_REFUSALS, ids=[" ".join(a[:3]) for a, _ in _NO_MODEL_REFUSALS])
+def test_refusals_that_need_no_model_come_before_torch_is_imported(tmp_path, args, needle):
+    code = ("import sys\nfrom electra_bench.__main__ import run\nsys.argv = ['electra-bench'] + sys.argv[1:]\n"
+            "try:\n    run()\nexcept SystemExit as e:\n    code = e.code\n"
+            "heavy = [m for m in ('torch', 'pandas') if m in sys.modules]\n"
+            "print('imported: ' + (','.join(heavy) or 'nothing heavy'), file=sys.stderr)\nsys.exit(code)")
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path)
+    *lines, imported = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and lines[0].startswith("error:") and needle in lines[0], proc.stderr
+    assert imported == "imported: nothing heavy", f"{imported} before refusing {args}"
+    assert list(tmp_path.iterdir()) == []  # nothing created
 
 
 def test_progress_eta_ignores_time_spent_waiting_in_the_queue(monkeypatch, capsys):

@@ -24,6 +24,19 @@ from .suite import is_suite_dir, load_suite
 from .tasks import TaskData, TaskSpec, read_tsv_examples, select
 
 
+def check_source(source: str | os.PathLike) -> Path:
+    """The directory a local `source` names, or one line saying why there is none (without reading it: the
+    command line asks before anything heavy is imported)."""
+    path = Path(source).expanduser()
+    if not path.exists():
+        raise BenchError(f"{path}: no such directory (expected a GLUE directory, an HF parquet GLUE "
+                         f"directory, a suite directory, or hf:glue)")
+    if not path.is_dir():
+        raise BenchError(f"{path}: not a directory (expected a GLUE directory, an HF parquet GLUE "
+                         f"directory, a suite directory, or hf:glue)")
+    return path
+
+
 def load_tasks(source: str | os.PathLike | None, names: Sequence[str] | None = None) -> list[TaskData]:
     """Load fine-tuning tasks from `source` (see the module docstring); `names` selects some of them."""
     if source is None or str(source) == "suite":
@@ -31,13 +44,7 @@ def load_tasks(source: str | os.PathLike | None, names: Sequence[str] | None = N
     s = str(source)
     if s.startswith("hf:"):
         return glue.load_hf_datasets(s, names)
-    path = Path(s).expanduser()
-    if not path.exists():
-        raise BenchError(f"{path}: no such directory (expected a GLUE directory, an HF parquet GLUE "
-                         f"directory, a suite directory, or hf:glue)")
-    if not path.is_dir():
-        raise BenchError(f"{path}: not a directory (expected a GLUE directory, an HF parquet GLUE "
-                         f"directory, a suite directory, or hf:glue)")
+    path = check_source(s)
     if is_suite_dir(path):
         return load_suite_tasks(load_suite(path), names)
     return glue.load_glue_dir(path, names)

@@ -25,10 +25,10 @@ from ..data.task_sources import load_tasks
 from ..data.tasks import normalize_name
 from ..errors import BenchError
 from ..layout import RunLayout
-from ..reporting import plots, report
+from ..reporting import plots, report, tensorboard_curves
 from ..reporting.summary import build_summary
 from ..training import run as runner
-from . import sizing
+from . import sizing, target
 from .graph import Experiment, build_jobs, experiment, parallelism, run_experiments, slots
 from .spec import CompareSpec
 
@@ -66,6 +66,7 @@ def write_outputs(run, task_specs: dict, convention: str, work: dict) -> dict:
     summary.update(work)
     run.write_summary(summary)
     plots.plot_run(run, run.layout.plots)
+    tensorboard_curves.write(run.layout, summary)  # with the optional tensorboard package
     atomic_io.write_text(run.layout.report_txt, report.render([run], "table", width=120) + "\n")
     atomic_io.write_text(run.layout.report_md, report.render([run], "md") + "\n")
     return summary
@@ -80,7 +81,9 @@ def plan_only(spec: CompareSpec, root: str | Path, run_id: str, n_devices: int |
     plans = {o: runner.plan(p, o, budget, spec.convention) for o in spec.objectives}
     tasks, note = sized_tasks(spec)
     jobs = build_jobs(spec, plans, tasks, p, RunLayout(Path(root) / run_id), None, **build_options)
-    return {**graph_report(spec, jobs, n_devices), "note": note}
+    where = target.resolve(spec)
+    rates = {f"pretrain/{o}": where.pretrain_rate(p.for_objective(o), o, plans[o], spec.gpus_per_run) for o in plans}
+    return {**graph_report(spec, jobs, n_devices, where, rates), "note": note}
 
 
 def sized_tasks(spec: CompareSpec) -> tuple[list, str | None]:
@@ -103,13 +106,17 @@ def sized_tasks(spec: CompareSpec) -> tuple[list, str | None]:
                 for n in names], note
 
 
-def graph_report(spec: CompareSpec, jobs: list, n_devices: int | None) -> dict:
-    """sizing.table over `jobs` plus the parent's own steps (prepare first, summarise last) and where it
-    would run."""
+def graph_report(spec: CompareSpec, jobs: list, n_devices: int | None, where: target.Target,
+                 rates: dict[str, sizing.Rate]) -> dict:
+    """sizing.table over `jobs` at their rates on the target (`rates` by sizing.rate_key for what was
+    measured, the target's assumed rate for the rest), plus the parent's own steps (prepare first,
+    summarise last), the target and where it would run."""
     if n_devices is None:  # planning for a machine this is not: --devices N needs no N visible GPUs here
         n_devices = int(spec.devices) if spec.devices and spec.devices.isdigit() else len(slots(spec)[1])
     n = n_devices
-    out = sizing.table(jobs, n)
+    scoring = where.assumed_rate("no speed measured for scoring")
+    out = sizing.table(jobs, n, lambda job: rates.get(sizing.rate_key(job), scoring))
+    out["target"] = where.describe(spec)
     out["jobs"] = ([{"id": "prepare", "kind": "prepare", "devices": 0, "deps": [], "flops": 0.0, "device_hours": 0.0}]
                    + out["jobs"] + [{"id": "summarise", "kind": "summarise", "devices": 0, "deps": ["every job"],
                                      "flops": 0.0, "device_hours": 0.0}])

@@ -29,7 +29,7 @@ from ..reporting import provenance
 from ..reporting.results import RunDir, open_run, runs_with_fewer_seeds
 from ..training import run as runner
 from ..training.trainer import unusable_part
-from . import sizing
+from . import sizing, target
 from .cluster import ClusterEngine
 from .devices import parse_devices
 from .jobs import GraphResult, InlineEngine, Job, PoolEngine, run_graph
@@ -66,7 +66,7 @@ def experiment(spec: CompareSpec, root: str | Path, run_id: str, quiet: bool = F
     the run directory exists, then open results/<run_id> (held while the block runs) with its provenance."""
     t0 = time.perf_counter()
     tasks = load_tasks(spec.source, list(spec.tasks) if spec.tasks else None)
-    runner.check_memory(spec.resolved_preset(), spec.objectives, spec.device, "auto")
+    target.resolve(spec).check_memory(spec)  # on the devices the jobs run on (a cluster's, with --engine slurm)
     slots(spec)  # unknown or missing devices fail here
     data, p, budget, plans = prepare(spec, quiet)
     note = runner.budget_note(p, budget, spec.convention)

@@ -7,23 +7,25 @@ paper's recipe) plus a forward per evaluation example, or for the probe a forwar
 and evaluation example, at the encoder's inference FLOPs per sequence (`flops.inference_flops`, at the
 fine-tuning length).
 
-Device-hours = FLOPs / (PEAK_FLOPS x MFU). PEAK_FLOPS is the dense bf16 matmul peak of an H100/H200 SXM
-as NVIDIA states it (989 TFLOP/s; the 1979 figure assumes 2:4 sparsity, which nothing here uses); a
-measured large bf16 matmul on an H200 reaches about 790 TFLOP/s, so MFU here is against the datasheet.
-MFU 0.40 is a stated assumption for the paper's base/large presets; the small encoder (hidden 256) runs
-far below it, so its rows are a lower bound on time (docs/scheduling.md).
+Device-hours = FLOPs / the speed of one device at that job (a `Rate`, in FLOP/s of the run's convention).
+experiments/target.py gives each job its rate on the device kind the plan is for: a pre-training run of a
+preset and objective whose speed was measured (experiments/hardware.py) runs at that speed; anything else
+at an assumed MFU of `MFU` against the kind's datasheet peak (989 TFLOP/s for an H100/H200 SXM, dense bf16;
+a measured large bf16 matmul on an H200 reaches about 750 TFLOP/s). The rate says which it is.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import heapq
+from dataclasses import dataclass
+from typing import Callable
 
 from ..flops import inference_flops
 from .jobs import Job, topological
 
 PEAK_FLOPS = 989e12  # H100/H200 SXM dense bf16, datasheet
-MFU = 0.40
+MFU = 0.40  # assumed where nothing was measured: reasonable for base/large at length 512, far above small's
 FINETUNE_OVER_FORWARD = 3.0  # forward + backward (2 x forward)
 
 # GLUE's split sizes (train, dev; MNLI: dev matched + mismatched), for sizing on a machine without the
@@ -48,14 +50,25 @@ def task_flops(forward: float, protocol: str, n_train: int, n_eval: int, epochs:
     return seeds * forward * n_eval  # fewshot: a forward per evaluation example and seed
 
 
-def device_hours(flops: float, peak: float = PEAK_FLOPS, mfu: float = MFU) -> float:
-    return flops / (peak * mfu) / 3600
+@dataclass(frozen=True)
+class Rate:
+    """How fast one device runs a job: FLOP/s in the run's convention, and how that is known."""
+    flops_per_s: float
+    source: str  # "measured ..." or "assumed ..."
+    mfu: float  # flops_per_s against the target's datasheet peak (in the run's convention)
 
 
-def simulate(jobs: list[Job], n_devices: int, peak: float = PEAK_FLOPS, mfu: float = MFU) -> float:
+ASSUMED = Rate(PEAK_FLOPS * MFU, f"assumed: {MFU:.0%} MFU of {PEAK_FLOPS / 1e12:.0f} TFLOP/s", MFU)
+
+
+def device_hours(flops: float, rate: Rate = ASSUMED) -> float:
+    return flops / rate.flops_per_s / 3600
+
+
+def simulate(jobs: list[Job], n_devices: int, rate_of: Callable[[Job], Rate] = lambda job: ASSUMED) -> float:
     """Wall hours of the graph on `n_devices`, scheduled as `run_graph` does (listed order, a job starts
     when its dependencies are done and enough devices are free)."""
-    hours = {j.id: device_hours(j.flops, peak, mfu) / max(1, j.devices) for j in jobs}
+    hours = {j.id: device_hours(j.flops, rate_of(j)) / max(1, j.devices) for j in jobs}
     end: dict[str, float] = {}
     free, now, running = n_devices, 0.0, []  # running: heap of (end time, id, devices)
     pending = topological(jobs)
@@ -72,10 +85,23 @@ def simulate(jobs: list[Job], n_devices: int, peak: float = PEAK_FLOPS, mfu: flo
     return now
 
 
-def table(jobs: list[Job], n_devices: int, peak: float = PEAK_FLOPS, mfu: float = MFU) -> dict:
-    """The --dry-run report: one row per job, the totals, and the wall time on `n_devices`."""
+def rate_key(job: Job) -> str:
+    """What a job's rate depends on: the pre-training run's objective (and sweep point), or "score"."""
+    if job.kind != "pretrain":
+        return job.kind
+    head, _, objective_seed = job.id.rpartition("pretrain/")
+    return f"{head}pretrain/{objective_seed.split('/')[0]}"
+
+
+def table(jobs: list[Job], n_devices: int, rate_of: Callable[[Job], Rate] = lambda job: ASSUMED) -> dict:
+    """The --dry-run report: one row per job, the totals, the wall time on `n_devices`, and the rate each
+    kind of job was sized at (`speeds`, keyed by `rate_key`)."""
     rows = [{"id": j.id, "kind": j.kind, "devices": j.devices, "deps": list(j.deps), "flops": j.flops,
-             "device_hours": device_hours(j.flops, peak, mfu)} for j in jobs]
+             "device_hours": device_hours(j.flops, rate_of(j))} for j in jobs]
+    speeds = {}
+    for j in jobs:
+        r = rate_of(j)
+        speeds.setdefault(rate_key(j), {"flops_per_s": r.flops_per_s, "mfu": r.mfu, "source": r.source})
     by_kind: dict[str, dict] = {}
     for r in rows:
         k = by_kind.setdefault(r["kind"], {"jobs": 0, "flops": 0.0, "device_hours": 0.0})
@@ -84,7 +110,7 @@ def table(jobs: list[Job], n_devices: int, peak: float = PEAK_FLOPS, mfu: float 
         k["device_hours"] += r["device_hours"]
     return {"jobs": rows, "by_kind": by_kind, "flops": sum(r["flops"] for r in rows),
             "device_hours": sum(r["device_hours"] for r in rows), "devices": n_devices,
-            "wall_hours": simulate(jobs, n_devices, peak, mfu), "peak_flops": peak, "mfu": mfu}
+            "wall_hours": simulate(jobs, n_devices, rate_of), "speeds": speeds}
 
 
 def render(report: dict, max_rows: int = 40) -> str:
@@ -101,7 +127,22 @@ def render(report: dict, max_rows: int = 40) -> str:
         lines.append(f"... and {len(rows) - len(shown)} smaller jobs")
     for kind, k in report["by_kind"].items():
         lines.append(f"{kind}: {k['jobs']} jobs, {k['flops']:.3g} FLOPs, {k['device_hours']:.3g} device-hours")
-    lines.append(f"total: {len(rows)} jobs, {report['flops']:.3g} FLOPs, {report['device_hours']:.3g} device-hours "
-                 f"at {report['mfu']:.0%} MFU of {report['peak_flops'] / 1e12:.0f} TFLOP/s; wall on "
-                 f"{report['devices']} device(s): {report['wall_hours']:.3g} h")
+    target = report.get("target")
+    where = (f" on {target['kind']}" + (" (a reference)" if target["runs_here"] else "")) if target else ""
+    if target:
+        need = ", ".join(f"{b / 2**30:.3g} GiB ({o})" for o, b in target["step_memory_bytes"].items())
+        memory = f"{target['memory_bytes'] / 1e9:.0f} GB" if target["memory_bytes"] else "unknown"
+        peak = f"{target['peak_flops'] / 1e12:.0f} TFLOP/s dense bf16"
+        if target["runs_here"]:
+            lines.append(f"target: this machine ({memory} available on {target['memory_of']}; one pre-training step "
+                         f"needs about {need} per process); hours sized for an {target['kind']} ({peak}) as a "
+                         f"reference")
+        else:
+            lines.append(f"target: {target['kind']} ({target['why']}): {memory} of memory ({target['memory_of']}), "
+                         f"{peak} peak; one pre-training step needs about {need} per process")
+    for key, speed in report.get("speeds", {}).items():
+        lines.append(f"speed of {key}: {speed['flops_per_s'] / 1e12:.3g} TFLOP/s per device "
+                     f"({speed['mfu']:.1%} MFU), {speed['source']}")
+    lines.append(f"total: {len(rows)} jobs, {report['flops']:.3g} FLOPs, {report['device_hours']:.3g} device-hours"
+                 f"{where}; wall on {report['devices']} device(s): {report['wall_hours']:.3g} h")
     return "\n".join(lines)

@@ -14,12 +14,15 @@ import os
 from dataclasses import dataclass, field
 
 from .. import presets
-from ..choices import ALL_OBJECTIVES, ENGINES, OBJECTIVES, require
+from ..choices import ALL_OBJECTIVES, DEVICE_KINDS, ENGINES, OBJECTIVES, require
 from ..data.suite import load_suite
-from ..training import run as runner
 from ..errors import BenchError
-from ..objectives import parameter_counts
+from ..training import schedule
 from ..training.budget import parse_budget
+
+# No torch at module level: the command line checks a spec's arguments (`precheck`) before torch is
+# imported, which takes seconds; what needs it (the memory check, the measured FLOP count, the model's
+# parameters) imports it inside the function.
 
 # The embedded CPU default (chosen by learning diagnostics and dev scores, see docs/tuning.md) and
 # its --quick variant for CI.
@@ -62,29 +65,22 @@ class CompareSpec:
     devices: str | None = field(default=None, compare=False)  # --devices: auto (None), cpu, N or ids "0,2"
     gpus_per_run: int = field(default=1, compare=False)  # GPUs of one pre-training run (torchrun DDP)
     engine: str = field(default="local", compare=False)  # one of ENGINES
+    device_kind: str | None = field(default=None, compare=False)  # --device-kind: what it is planned for (target.py)
 
     @classmethod
     def resolve(cls, *, preset, budget, quick, convention, corpus, source, tasks, seeds, protocol, device,
                 pretrain_seeds=None, jobs=None, threads=None, overrides=None, long=False, objectives=None,
-                devices=None, gpus_per_run=None, engine=None, allow_long_schedule=False):
-        if quick and long:
-            raise BenchError("--quick and --long exclude each other")
+                devices=None, gpus_per_run=None, engine=None, allow_long_schedule=False, device_kind=None):
+        precheck(preset=preset, budget=budget, quick=quick, long=long, convention=convention, overrides=overrides,
+                 objectives=objectives, allow_long_schedule=allow_long_schedule)
         base = CPU_QUICK if quick else CPU_LONG if long else CPU_DEFAULT
         name = preset or base["preset"]
-        presets.get(name)  # an unknown preset fails first, before anything is created
         custom_preset = name != base["preset"]
-        if custom_preset and budget is None:
-            raise BenchError(f"--budget is required with --preset {preset} (e.g. 1e17 or 6.25%)")
-        parse_budget(budget or base["budget"], reference_flops=1.0)  # a malformed budget fails here
         for label, value in (("--seeds", seeds), ("--pretrain-seeds", pretrain_seeds), ("--jobs", jobs),
                              ("--threads", threads), ("--gpus-per-run", gpus_per_run)):
             if value is not None and value < 1:
                 raise BenchError(f"{label} must be at least 1, got {value}")
         objectives = tuple(objectives) if objectives else OBJECTIVES
-        for o in objectives:
-            require("objective", o, ALL_OBJECTIVES)
-        if len(set(objectives)) != len(objectives):
-            raise BenchError(f"objectives named twice: {', '.join(objectives)}")
         n_pretrain = pretrain_seeds or (base["pretrain_seeds"] if not custom_preset else 1)
         auto_jobs, auto_threads = default_parallelism(len(objectives) * n_pretrain)
         if device not in ("auto", "cpu"):
@@ -114,17 +110,22 @@ class CompareSpec:
             devices=devices,
             gpus_per_run=gpus_per_run or 1,
             engine=require("engine", engine or "local", ENGINES),
+            device_kind=require("device kind", device_kind, DEVICE_KINDS) if device_kind else None,
         )
         # an absurdly long schedule fails here, before data or the run directory exist (the opt-in is not
-        # part of the config: it changes nothing about the run); memory first: the FLOP count of the
+        # part of the config: it changes nothing about the run); memory first, on the device the jobs will
+        # run on (target.py: a cluster's GPUs, not the login node's CPU): the measured FLOP count of the
         # schedule check runs a forward at the preset's shapes (minutes at --seq-len 100000)
-        runner.check_memory(spec.resolved_preset(), objectives, device, "auto")
+        from ..training import run as runner  # torch, from here on
+        from . import target
+
+        target.resolve(spec).check_memory(spec)
         runner.check_schedule(spec.resolved_preset(), objectives, spec.budget, convention, allow_long_schedule)
         return spec
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
-        for k in ("device", "jobs", "devices", "gpus_per_run", "engine"):
+        for k in ("device", "jobs", "devices", "gpus_per_run", "engine", "device_kind"):
             d.pop(k)
         d["overrides"] = dict(self.overrides)
         if self.objectives == OBJECTIVES:  # left out at the default: compare's run ids stay what they were
@@ -142,9 +143,34 @@ class CompareSpec:
         return presets.resolve(self.preset, presets.Overrides(**dict(self.overrides)))
 
 
+def precheck(*, preset, budget, quick, long, convention, overrides, objectives=None,
+             allow_long_schedule=False) -> None:
+    """What `CompareSpec.resolve` checks that needs no model, hence no torch: the mode, the preset and its
+    overrides, the budget's syntax and the schedule's limits on the paper's FLOP count
+    (schedule.check_schedule_bound). The command line calls it before importing anything heavy, so a typo
+    is answered in a blink; `resolve` calls it first too."""
+    if quick and long:
+        raise BenchError("--quick and --long exclude each other")
+    base = CPU_QUICK if quick else CPU_LONG if long else CPU_DEFAULT
+    name = preset or base["preset"]
+    presets.get(name)  # an unknown preset fails first, before anything is created
+    if name != base["preset"] and budget is None:
+        raise BenchError(f"--budget is required with --preset {preset} (e.g. 1e17 or 6.25%)")
+    parse_budget(budget or base["budget"], reference_flops=1.0)  # a malformed budget fails here
+    objectives = tuple(objectives) if objectives else OBJECTIVES
+    for o in objectives:
+        require("objective", o, ALL_OBJECTIVES)
+    if len(set(objectives)) != len(objectives):
+        raise BenchError(f"objectives named twice: {', '.join(objectives)}")
+    schedule.check_schedule_bound(presets.resolve(name, overrides), objectives, str(budget or base["budget"]),
+                                  convention, allow_long_schedule)
+
+
 def encoder_params(p, objectives: tuple[str, ...] = OBJECTIVES) -> dict[str, int]:
     """Parameters of the model that is kept (MLM's encoder / RTD's discriminator), as the paper reports:
     the same encoder for every objective."""
+    from ..objectives import parameter_counts
+
     n = parameter_counts(p)["encoder"]
     return {o: n for o in objectives + ("init",)}
 

@@ -45,6 +45,7 @@ from ..reporting.ablation import aggregate_score
 from ..reporting.results import open_run
 from ..reporting.sweep import plot_sweep, render_sweep
 from ..training import run as runner
+from . import target
 from .compare import graph_report, record_invocation, sized_tasks, work_done
 from .graph import build_jobs, experiment, parallelism, run_experiments
 from .spec import CompareSpec, default_parallelism, suite_name
@@ -259,7 +260,7 @@ def run_sweep(spec: SweepSpec, root: str | Path, run_id: str | None = None, quie
     # everything that can fail on the input, before any directory exists
     tasks = load_tasks(base.source, list(base.tasks) if base.tasks else None)
     for _, _, ps in spec.points():
-        runner.check_memory(ps.resolved_preset(), ps.objectives, ps.device, "auto")
+        target.resolve(ps).check_memory(ps)
     data, p, budget, _ = prepare(dataclasses.replace(base, objectives=("mlm",)), quiet)
     note = runner.budget_note(p, budget, base.convention)
     if note and not quiet:
@@ -321,9 +322,12 @@ def plan_sweep(spec: SweepSpec, root: str | Path, run_id: str | None = None, n_d
     budget = runner.resolve_budget(p, base.budget, base.convention)
     tasks, note = sized_tasks(base)
     layout = RunLayout(Path(root) / (run_id or spec.run_id()))
-    jobs = []
+    jobs, rates = [], {}
+    where = target.resolve(base)
     for name, _, ps, pp, plans in _points(spec, p.encoder.vocab_size, budget):
         jobs += build_jobs(ps, plans, tasks, pp, RunLayout(layout.points / name), None, prefix=f"{name}/",
                            include_init=name == BERT_POINT)
+        rates.update({f"{name}/pretrain/{o}": where.pretrain_rate(pp.for_objective(o), o, plans[o], base.gpus_per_run)
+                      for o in plans})
     jobs.sort(key=lambda j: j.kind != "pretrain")
-    return {**graph_report(base, jobs, n_devices), "note": note}
+    return {**graph_report(base, jobs, n_devices, where, rates), "note": note}

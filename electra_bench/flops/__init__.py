@@ -13,8 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..choices import ALL_OBJECTIVES, FLOP_CONVENTIONS, require
-from .measured import TRAIN_OVER_FORWARD, measured_inference_flops, measured_step
 from .paper import paper_inference_flops, paper_step
+
+# flops/measured.py (fvcore, torch and the forward it counts) is imported where a measured count is asked
+# for: the paper's convention needs no torch, so checks built on it answer before torch is loaded.
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,8 @@ def step_flops(preset, objective: str, convention: str = "measured") -> StepFlop
             forward, breakdown = paper_step(preset, objective)
             train = 2 * forward
         else:
+            from .measured import TRAIN_OVER_FORWARD, measured_step
+
             forward, breakdown = measured_step(preset, objective)
             train = TRAIN_OVER_FORWARD * forward
         _CACHE[key] = StepFlops(convention, float(train), float(forward), {k: float(v) for k, v in breakdown.items()})
@@ -59,6 +63,8 @@ def inference_flops(preset, convention: str = "paper") -> float:
     require("FLOP convention", convention, FLOP_CONVENTIONS)
     if convention == "paper":
         return float(paper_inference_flops(preset))
+    from .measured import measured_inference_flops
+
     return float(measured_inference_flops(preset))
 
 

@@ -34,7 +34,7 @@ All functions below return FORWARD FLOPs; per token means per position of a leng
 from __future__ import annotations
 
 from ..choices import ALL_OBJECTIVES, require
-from ..model import EncoderConfig
+from ..model_config import EncoderConfig
 
 DROPOUT_FLOPS = 4  # random number, >=, multiply by mask, multiply by 1/(1-p)
 LAYER_NORM_FLOPS = 5  # mean (sum), variance (square and sum), bias (add), scale (multiply)

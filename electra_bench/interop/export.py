@@ -93,7 +93,8 @@ def _write_folder(folder: Path, arch: str, encoder: Encoder, head: str | None, h
     else:  # a bare ElectraModel/BertModel is saved without its prefix, as transformers saves it
         state = {k.split(".", 1)[1]: v for k, v in state.items()}
     folder.mkdir(parents=True, exist_ok=True)
-    checkpoint.write_tensors(folder / "model.safetensors", {k: v.detach().float().contiguous() for k, v in state.items()})
+    checkpoint.write_tensors(folder / "model.safetensors", {k: v.detach().float().contiguous() for k, v in state.items()},
+                             metadata=hf_names.SAFETENSORS_METADATA)
     atomic_io.write_json(folder / "config.json",
                          hf_names.hf_config(encoder.cfg, model_type, arch, tokenizer.special.pad))
     tokenizer_class = "ElectraTokenizer" if model_type == "electra" else "BertTokenizer"

@@ -170,6 +170,16 @@ def head_from_hf(state: dict[str, torch.Tensor], head: str) -> dict[str, torch.T
 # ---- configs ---------------------------------------------------------------------------------------------
 
 
+# The oldest transformers that loads an export, checked in CI (tests/test_transformers4.py) beside the newest
+# (tests/test_interop.py): 4.45 is the first 4.x that accepts tokenizers 0.20, which electra-bench needs, so
+# no older one installs beside it. config.json names it as `transformers_version` (save_pretrained writes
+# its own version there; ours is the oldest version the folder is known to load in).
+OLDEST_TRANSFORMERS = "4.45.0"
+# What transformers' save_pretrained writes into model.safetensors' header; transformers 4.x refuses a
+# file without it (`metadata.get("format")` on None), 5.x does not need it.
+SAFETENSORS_METADATA = {"format": "pt"}
+
+
 def hf_config(cfg: EncoderConfig, model_type: str, architecture: str, pad_token_id: int) -> dict:
     """transformers' config.json for our encoder config: every field that changes the computation."""
     if model_type == "bert" and cfg.embedding_size != cfg.hidden_size:
@@ -192,6 +202,7 @@ def hf_config(cfg: EncoderConfig, model_type: str, architecture: str, pad_token_
         "position_embedding_type": "absolute",
         "pad_token_id": pad_token_id,
         "tie_word_embeddings": True,
+        "transformers_version": OLDEST_TRANSFORMERS,
     }
     if model_type == "electra":
         d["embedding_size"] = cfg.embedding_size

@@ -79,14 +79,17 @@ def parse_budget(text: str | float, reference_flops: float | None = None) -> flo
     return value
 
 
-def check_share(budget: float, share: float, preset_name: str, convention: str, allow_long: bool) -> None:
+def check_share(budget: float, share: float, preset_name: str, convention: str, allow_long: bool, *,
+                at_least: bool = False, in_flops: bool = True) -> None:
     """Refuse a budget beyond `MAX_SCHEDULE_SHARE` times the paper's full schedule (`share` of it)
-    unless the user opted in."""
+    unless the user opted in. `at_least`: `share` is a lower bound (schedule.check_schedule_bound);
+    `in_flops=False`: the budget was given as that share."""
     if share > MAX_SCHEDULE_SHARE and not allow_long:
+        what = f"budget {budget:.3g} FLOPs is" if in_flops else f"budget {100 * share:.3g}% is"
         raise BenchError(
-            f"budget {budget:.3g} FLOPs is {share:.3g} times the paper's full schedule for preset {preset_name} "
-            f"({convention} convention), beyond the {MAX_SCHEDULE_SHARE:g}x limit; check its exponent (a share "
-            f"like 25% may be what was meant), or pass --allow-long-schedule if you mean it"
+            f"{what} {'more than ' if at_least else ''}{share:.3g} times the paper's full schedule for preset "
+            f"{preset_name} ({convention} convention), beyond the {MAX_SCHEDULE_SHARE:g}x limit; check its "
+            f"exponent (a share like 25% may be what was meant), or pass --allow-long-schedule if you mean it"
         )
 
 

@@ -24,9 +24,11 @@ from ..errors import BenchError
 from ..model import Encoder, EncoderConfig
 
 
-def write_tensors(path: Path, tensors: dict[str, torch.Tensor]) -> None:
+def write_tensors(path: Path, tensors: dict[str, torch.Tensor], metadata: dict[str, str] | None = None) -> None:
+    """`metadata`: the file header's (an export's {"format": "pt"}); checkpoints are written without."""
+    extra = {"metadata": metadata} if metadata else {}
     with atomic_io.atomic_path(path) as tmp:
-        save_file({k: v.detach().contiguous().cpu() for k, v in tensors.items()}, str(tmp))
+        save_file({k: v.detach().contiguous().cpu() for k, v in tensors.items()}, str(tmp), **extra)
 
 
 def unique_state(module: torch.nn.Module) -> dict[str, torch.Tensor]:

@@ -67,10 +67,18 @@ def available_bytes(device: torch.device) -> float | None:
 
 
 def check_fits(preset, objective: str, device: torch.device, bf16: bool = False, world: int = 1) -> None:
-    need, have = step_bytes(preset, objective, device.type, bf16, world), available_bytes(device)
+    """On this machine's `device`: what it has free now."""
+    check_capacity(preset, objective, available_bytes(device), device.type, device.type, bf16, world)
+
+
+def check_capacity(preset, objective: str, have: float | None, where: str, device_type: str, bf16: bool = False,
+                   world: int = 1) -> None:
+    """Against `have` bytes of a device described as `where`: this machine's, or the kind a plan is for
+    (experiments/target.py: a cluster's GPUs are not the login node's CPU)."""
+    need = step_bytes(preset, objective, device_type, bf16, world)
     if have is not None and need > MARGIN * have:
         raise BenchError(
             f"one {objective} step at --batch-size {preset.batch_size} x --seq-len {preset.seq_len} needs about "
-            f"{need / 2**30:.3g} GiB, far more than the {have / 2**30:.3g} GiB available on {device.type}; "
-            f"lower --seq-len or --batch-size"
+            f"{need / 2**30:.3g} GiB{f' per process of {world}' if world > 1 else ''}, far more than the "
+            f"{have / 2**30:.3g} GiB available on {where}; lower --seq-len or --batch-size"
         )

@@ -13,57 +13,15 @@ from pathlib import Path
 from typing import Iterator
 
 from ..data.pretraining import PretrainingData, prepare_pretraining
-from ..flops import step_flops
 from ..locking import DirectoryLock
 from ..model import resolve_precision
 from ..presets import Preset
 from . import memory
-from .budget import Plan, check_length, check_share, make_plan, parse_budget
+from .budget import Plan
 from .distributed import resolve_device
+# a preset's budget, its limits and its plan, re-exported: they need no torch and live in schedule.py
+from .schedule import budget_note, check_schedule, check_schedule_bound, plan, reference_flops, resolve_budget  # noqa: F401
 from .trainer import TrainOptions, pretrain
-
-
-def reference_flops(preset: Preset, convention: str) -> float:
-    """What '100%' means: the paper's full ELECTRA schedule for this preset, in this convention."""
-    rtd = preset.for_objective("rtd")
-    return rtd.steps["rtd"] * step_flops(rtd, "rtd", convention).flops_per_step
-
-
-def resolve_budget(preset: Preset, budget: str | float, convention: str) -> float:
-    needs_reference = isinstance(budget, str) and budget.strip().endswith("%")
-    return parse_budget(budget, reference_flops(preset, convention) if needs_reference else None)
-
-
-def budget_note(preset: Preset, budget: float, convention: str) -> str | None:
-    """A line for a budget beyond the paper's full schedule (allowed, but rarely what was meant)."""
-    share = budget / reference_flops(preset, convention)
-    if share <= 1.0:
-        return None
-    return (f"note: budget {budget:.3g} FLOPs is {100 * share:.0f}% of the paper's full schedule for preset "
-            f"{preset.name} ({convention} convention): more compute than the paper trained with")
-
-
-def check_schedule(preset: Preset, objectives: tuple[str, ...], budget: str | float, convention: str,
-                   allow_long: bool = False) -> float:
-    """The budget in FLOPs, once its schedule is known not to be absurdly long (budget.py's limits):
-    checked on the preset alone, before data or any directory exists. The preset's vocabulary stands in
-    for the data's (as in --dry-run); `plan` checks the length again with the data's. A budget below one
-    step is left to `plan`: a smaller vocabulary from the data makes steps cheaper."""
-    b = resolve_budget(preset, budget, convention)
-    check_share(b, b / reference_flops(preset, convention), preset.name, convention, allow_long)
-    for objective in objectives:
-        p = preset.for_objective(objective)
-        check_length(objective, int(b // step_flops(p, objective, convention).flops_per_step), p.batch_size)
-    return b
-
-
-def plan(preset: Preset, objective: str, budget: float, convention: str) -> Plan:
-    preset = preset.for_objective(objective)
-    sf = step_flops(preset, objective, convention)
-    return make_plan(
-        objective, convention, budget, sf.flops_per_step, preset.checkpoint_fractions,
-        describe_step=f" at batch {preset.batch_size} x length {preset.seq_len}", batch_size=preset.batch_size,
-    )
 
 
 def with_vocab(preset: Preset, vocab_size: int) -> Preset:

@@ -32,7 +32,7 @@ from ..layout import TOKENIZER_FROM_CHECKPOINT, PretrainLayout, fraction_dir
 from ..model import cpu_has_native_bf16, has_padding, resolve_precision
 from ..presets import Preset
 from ..special_tokens import SpecialIds
-from . import checkpoint, diagnostics, distributed, memory, optim, termination
+from . import checkpoint, diagnostics, distributed, memory, optim, tensorboard_log, termination
 from .budget import Plan
 from .progress import TrainingProgress
 from .step import train_step
@@ -243,6 +243,7 @@ def _pretrain(preset: Preset, plan: Plan, train: SequenceSource, heldout: Sequen
                     _save_checkpoint(out, model, plan, preset, opts.seed, done_steps)
                 if d.is_main:
                     atomic_io.append_jsonl(out.log, row)
+                    tensorboard_log.mirror(out, row)  # with the optional tensorboard package
                 bar.update(done_steps, plan.flops_at(done_steps), tok_s, mfu, metrics)
             if saver.due(done_steps):
                 finite.check(done_steps, lr)

@@ -1,0 +1,132 @@
+"""The machine a job graph is for, which need not be the one the command is typed on: a plan for 64 GPUs
+of a cluster made on its login node, or a laptop, must check the memory of those GPUs and size the hours
+at their speed, not the CPU's at hand.
+
+- `--device-kind K` names it (experiments/hardware.py: h100, h200, a100-80gb, a100-40gb): its memory and
+  speed, whatever this machine has (pre-training checks the real device again before it allocates).
+- Without it, jobs that run elsewhere or on GPUs this machine lacks (`--engine slurm`; GPU options such as
+  `--devices 8` or `--gpus-per-run 8` where no GPU is visible) are planned for hardware.DEFAULT_KIND, and
+  the plan says it assumed so.
+- Otherwise the jobs run here: the memory is this machine's device's, and the hours are sized for the
+  default kind as a reference (a CPU has no tensor-core peak to state an MFU against).
+
+Speed: a pre-training run whose (preset, objective) was measured on a GPU (hardware.MEASURED) is sized at
+that speed: measured on this kind, or measured on another kind and carried over at the same share of the
+datasheet peak (said so). Everything else is sized at the assumed sizing.MFU of the kind's peak (said so).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import presets
+from ..errors import BenchError
+from ..training import memory
+from . import hardware, sizing
+from .spec import CompareSpec
+
+MEMORY_OF_WHAT = ("the step's weights, gradients, AdamW moments and activations per process, bf16 autocast "
+                  "(training/memory.py; refused above 2x the device's memory)")
+
+
+@dataclass(frozen=True)
+class Target:
+    kind: hardware.DeviceKind
+    runs_here: bool  # memory is this machine's device's (the jobs run here, on what it has)
+    why: str  # how the kind was chosen
+
+    def check_memory(self, spec: CompareSpec) -> None:
+        """Refuse a step that cannot fit the target's device (one line, before anything is created)."""
+        if self.runs_here:
+            from ..training import run as runner
+
+            runner.check_memory(spec.resolved_preset(), spec.objectives, spec.device, "auto")
+            return
+        p = spec.resolved_preset()
+        for objective in spec.objectives:
+            memory.check_capacity(p.for_objective(objective), objective, self.kind.memory_bytes,
+                                  f"an {self.kind.name} ({self.why}; --device-kind names another)", "cuda",
+                                  bf16=True, world=spec.gpus_per_run)
+
+    def pretrain_rate(self, preset: presets.Preset, objective: str, plan, gpus: int = 1) -> sizing.Rate:
+        """The speed of one device of this kind pre-training `objective` on `preset` (resolved, for that
+        objective), in FLOP/s of `plan`'s convention."""
+        peak = self.kind.peak_flops
+        if _is_registered_model(preset, objective):
+            per_device = max(1, preset.batch_size // max(1, gpus))
+            found = hardware.measured_speed(preset.name, objective, preset.seq_len, per_device)
+            own = [m for m in found if m.device_kind == self.kind.name]
+            m = (own or found or [None])[0]
+            if m is not None:
+                measured_kind = hardware.KINDS[m.device_kind]
+                tokens_per_s = m.tokens_per_s * peak / measured_kind.peak_flops  # the same share of the peak
+                flops_per_s = tokens_per_s * plan.flops_per_step / (preset.batch_size * preset.seq_len)
+                how = ("measured on this kind" if own else
+                       f"measured on {m.device_kind}, carried over at the same share of the datasheet peak")
+                at = (f"{m.batch_size} x {m.seq_len} per device, {m.mode}, bf16; this run: {per_device} x "
+                      f"{preset.seq_len} per device")
+                source = (f"{how}: {m.tokens_per_s:,.0f} tokens/s ({m.mfu:.1%} MFU of its measured "
+                          f"{m.measured_peak / 1e12:.0f} TFLOP/s peak) at {at}; torch {m.torch}, {m.date}, "
+                          f"{m.source}")
+                return sizing.Rate(flops_per_s, source, flops_per_s / peak)
+        return self.assumed_rate(f"no speed measured for {preset.name} {objective} at these shapes")
+
+    def assumed_rate(self, why: str = "no speed measured for this kind of job") -> sizing.Rate:
+        return sizing.Rate(self.kind.peak_flops * sizing.MFU,
+                           f"assumed: {sizing.MFU:.0%} MFU of the {self.kind.name}'s {self.kind.peak_flops / 1e12:.0f} "
+                           f"TFLOP/s ({why})", sizing.MFU)
+
+    def describe(self, spec: CompareSpec) -> dict:
+        """What --dry-run prints about the target: the kind, why, and one step's memory on it."""
+        p = spec.resolved_preset()
+        device_type = _here(spec) if self.runs_here else "cuda"
+        need = {o: memory.step_bytes(p.for_objective(o), o, device_type, bf16=device_type == "cuda",
+                                     world=spec.gpus_per_run) for o in spec.objectives}
+        if self.runs_here:
+            import torch
+
+            have = memory.available_bytes(torch.device(device_type))
+        else:
+            have = self.kind.memory_bytes
+        return {"kind": self.kind.name, "why": self.why, "memory_bytes": have, "memory_of": (
+                    device_type if self.runs_here else f"one {self.kind.name}, datasheet"),
+                "peak_flops": self.kind.peak_flops, "kind_source": self.kind.source, "runs_here": self.runs_here,
+                "step_memory_bytes": need, "memory_estimate": MEMORY_OF_WHAT}
+
+
+def resolve(spec: CompareSpec) -> Target:
+    """The target of `spec` (the module docstring's rules)."""
+    named = getattr(spec, "device_kind", None)
+    if named:
+        return Target(hardware.KINDS[named], runs_here=False, why="--device-kind")
+    default = hardware.KINDS[hardware.DEFAULT_KIND]
+    if spec.device == "cpu" or spec.devices == "cpu":
+        return Target(default, runs_here=True, why="the jobs run on this machine's CPU")
+    if spec.engine == "slurm":
+        return Target(default, runs_here=False, why="assumed for --engine slurm")
+    wants_gpus = (spec.gpus_per_run > 1 or spec.device.startswith("cuda")
+                  or (spec.devices not in (None, "auto") and spec.devices != "cpu"))
+    if wants_gpus and not _has_gpu():
+        return Target(default, runs_here=False, why="assumed: GPUs asked for, none visible here")
+    return Target(default, runs_here=True, why="the jobs run on this machine")
+
+
+def _has_gpu() -> bool:
+    import torch
+
+    return torch.cuda.is_available() and torch.cuda.device_count() > 0
+
+
+def _here(spec: CompareSpec) -> str:
+    return "cuda" if spec.device.startswith("cuda") or (spec.device == "auto" and _has_gpu()) else "cpu"
+
+
+def _is_registered_model(preset: presets.Preset, objective: str) -> bool:
+    """The preset computes what its registered namesake does (a measured speed holds for that model only)."""
+    try:
+        registered = presets.get(preset.name).for_objective(objective)
+    except BenchError:  # a preset built in code, not registered: nothing was measured on it
+        return False
+    mine = preset.for_objective(objective)
+    return (mine.encoder, mine.generator, mine.seq_len) == (registered.encoder, registered.generator,
+                                                             registered.seq_len)
