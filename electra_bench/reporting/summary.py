@@ -737,6 +737,13 @@ def headline_lines(summary: Mapping[str, Any], protocol: str | None = None) -> l
         lines.append(line)
         if diff is not None and verdict["kind"] in ("ranked", "not_resolved"):
             lines.append(f"Plan: {confidence.plan_text(diff, stats.get('unit', 'pre-training seeds'))}")
+        if diff is not None and diff.get("per_task"):
+            lines.append("Per task (RTD - MLM, 95% CI): " + "; ".join(
+                f"{t} {d['estimate']:+.1f} {confidence.fmt_ci(d['ci'])}" for t, d in diff["per_task"].items()))
+        for t, d in (diff or {}).get("leave_one_out", {}).items():
+            side = "RTD ahead" if d["ci"][0] > 0 else "MLM ahead" if d["ci"][1] < 0 else "not resolved"
+            if d["resolved"] != diff["resolved"] or (d["resolved"] and (d["estimate"] > 0) != (diff["estimate"] > 0)):
+                lines.append(f"Without {t}: RTD - MLM = {d['estimate']:+.1f}, 95% CI {confidence.fmt_ci(d['ci'])} ({side})")
     if stats.get("method") == "seeds-only" or stats.get("note"):
         lines.append(f"Statistics: {stats.get('method')}: {stats.get('note')}")
     return lines
