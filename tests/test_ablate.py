@@ -153,6 +153,7 @@ def test_report_takes_one_kind_of_run_and_check_refuses_an_ablation(tmp_path):
     other = tmp_path / "compare-x"
     other.mkdir()
     (other / "config.json").write_text("{}")
+    (tmp_path / "b.json").write_text("{}")  # a baseline file is there: the refusal is the run's kind
     for args in (["report", str(run), str(other)], ["check", str(run), "--baseline", str(tmp_path / "b.json")]):
         proc = subprocess.run([sys.executable, "-m", "electra_bench.cli", *args], capture_output=True, text=True,
                               timeout=120)

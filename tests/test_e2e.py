@@ -49,7 +49,12 @@ def test_compare_quick_through_the_ci_recipe_then_report_and_rerun(tmp_path):
     assert prov["flop_convention"] == "measured" and prov["seeds"]["pretrain"] == [0, 1]
     assert set(prov["data_hashes"]) >= {"corpus_sha256", "tokenizer_sha256"} and prov["git"]
     summary = json.loads((run / "summary.json").read_text())
-    assert summary["schema_version"] == 2
+    assert summary["schema_version"] == 3
+    # the statistics: the Multi-Bootstrap over stored per-example predictions, a CI on every point
+    stats = summary["protocols"]["probe"]["statistics"]
+    assert stats["method"] == "multi-bootstrap" and stats["note"] is None and (run / "predictions" / "labels").is_dir()
+    assert all(p["ci"][0] <= p["estimate"] <= p["ci"][1] for p in stats["points"])
+    assert summary["verdict"]["ci"] is not None and "95% CI" in (run / "report.md").read_text()
     # both objectives learned at the quick budget, by their held-out diagnostics, for every seed
     for objective in ("mlm", "rtd"):
         assert [r["learned"] for r in summary["learning"][objective]["runs"]] == [True, True], \
