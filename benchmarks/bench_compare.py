@@ -36,9 +36,9 @@ def eval_throughput() -> dict:
     import torch
 
     from electra_bench import presets
-    from electra_bench.training import run as runner
+    from electra_bench.pretrain import run as runner
     from electra_bench.data.task_sources import load_tasks
-    from electra_bench.evaluation.finetune import Recipe, features, finetune
+    from electra_bench.score.finetune import Recipe, features, finetune
     from electra_bench.model import Encoder
 
     p = presets.resolve("tiny")

@@ -7,7 +7,7 @@
     python benchmarks/bench_train.py --device cuda --compile           # the step torch.compiled, as `pretrain --compile`
 
 What one "step" is, for both sides: forward + backward + AdamW step + grad-norm clip, as
-`electra_bench.training.trainer.pretrain` does it (same optimizer settings, param groups, clip, lr set every
+`electra_bench.pretrain.trainer.pretrain` does it (same optimizer settings, param groups, clip, lr set every
 step, a fresh seeded generator every step, the non-finite-loss check, fused AdamW (CPU and CUDA), bf16 autocast on CUDA,
 fp32 on CPU unless --precision says otherwise). Masking is drawn inside the timed step for both sides.
 
@@ -69,9 +69,9 @@ from electra_bench import objectives, presets, special_tokens
 from electra_bench.errors import BenchError
 from electra_bench.model import count_parameters, has_padding, resolve_precision
 from electra_bench.objectives import corrupt, choose_positions
-from electra_bench.training.optim import lr_at, pretraining_optimizer, set_lr
-from electra_bench.training.step import train_step
-from electra_bench.training.trainer import compile_forward, compile_options, measure_peak_flops, seed_dropout, step_seed
+from electra_bench.pretrain.optim import lr_at, pretraining_optimizer, set_lr
+from electra_bench.pretrain.step import train_step
+from electra_bench.pretrain.trainer import compile_forward, compile_options, measure_peak_flops, seed_dropout, step_seed
 
 SPECIAL = special_tokens.DEFAULT
 LR_SCHEDULE_STEPS = 10_000  # lr_at() is evaluated every step, as in the trainer; its value does not matter here
@@ -134,7 +134,7 @@ class Runner:
 
 @dataclasses.dataclass
 class _Loss:
-    loss: torch.Tensor  # what training/step.train_step reads of a forward's result
+    loss: torch.Tensor  # what pretrain/step.train_step reads of a forward's result
 
 
 def _train_step(module, optimizer, clip_params, preset, device, bf16, loss_fn, graphs: bool = False

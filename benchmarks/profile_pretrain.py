@@ -37,11 +37,13 @@ from pathlib import Path
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from electra_bench import atomic_io, presets
+from electra_bench.store import atomic_io
+
+from electra_bench import presets
 from electra_bench.flops import step_flops
-from electra_bench.training import distributed, optim, run as runner, trainer
-from electra_bench.training.budget import make_plan
-from electra_bench.training.progress import TrainingProgress
+from electra_bench.pretrain import distributed, optim, run as runner, trainer
+from electra_bench.flops.budget import make_plan
+from electra_bench.pretrain.progress import TrainingProgress
 
 READS = ("aten._local_scalar_dense", "aten.item", "aten.is_nonzero", "aten.nonzero", "aten.masked_select")
 LOOP = "loop (the rest)"

@@ -5,7 +5,7 @@
     python benchmarks/profile_step.py --device cuda --preset small   # on a GPU: synchronised after each phase
 
 The trainer's loop body, phase by phase, with the trainer's own pieces (`trainer._Batches`, the objective's
-`draw_noise` and `compute`, `training/step.py`'s order of zero_grad / backward / clip / step): the batch and
+`draw_noise` and `compute`, `pretrain/step.py`'s order of zero_grad / backward / clip / step): the batch and
 the seed (gathered and derived for the next step while a device would run this one), the batch's copy to the
 device, the learning-rate schedule and the step's generator, the draws (masking and sampling noise),
 the forward (`compute`: masking, corruption, model, loss), backward, gradient clipping, the optimizer, the
@@ -34,9 +34,9 @@ import bench_train  # noqa: E402  (the same packed batch as the throughput bench
 from electra_bench import objectives, presets  # noqa: E402
 from electra_bench.flops import step_flops  # noqa: E402
 from electra_bench.special_tokens import DEFAULT as SPECIAL  # noqa: E402
-from electra_bench.training import optim  # noqa: E402
-from electra_bench.training.distributed import resolve_device  # noqa: E402
-from electra_bench.training.trainer import _Batches, _Order, read_metrics, seed_dropout  # noqa: E402
+from electra_bench.pretrain import optim  # noqa: E402
+from electra_bench.pretrain.distributed import resolve_device  # noqa: E402
+from electra_bench.pretrain.trainer import _Batches, _Order, read_metrics, seed_dropout  # noqa: E402
 
 PHASES = ("batch and seed (prepared ahead)", "batch to the device", "schedule and generator", "draws", "forward", "backward", "clip", "optimizer", "finite flag",
           "FLOP accounting", "log row")

@@ -17,7 +17,7 @@ SCORED_OBJECTIVES = ("init",) + ALL_OBJECTIVES  # what a score row can name: "in
 # gradient-disentangled sharing, or none (the official untied_generator_embeddings)
 EMBEDDING_SHARING = ("shared", "gdes", "untied")
 FLOP_CONVENTIONS = ("measured", "paper")  # flops/: fvcore on our modules, or the paper's formula
-PROTOCOLS = ("finetune", "probe", "fewshot")  # evaluation/finetune.py
+PROTOCOLS = ("finetune", "probe", "fewshot")  # score/finetune.py
 PRECISIONS = ("auto", "fp32", "bf16")  # training: auto = bf16 autocast on CUDA, fp32 on CPU
 ENGINES = ("local", "submitit-local", "slurm")  # where a job graph runs: experiments/graph.py, docs/scheduling.md
 DEVICE_KINDS = ("h100", "h200", "a100-80gb", "a100-40gb")  # --device-kind: what a plan is sized for (experiments/hardware.py)

@@ -22,8 +22,8 @@ from rich.markup import escape
 
 from .choices import ALL_OBJECTIVES, DEVICE_KINDS, EMBEDDING_SHARING, ENGINES, FLOP_CONVENTIONS, PRECISIONS, PROTOCOLS
 from .errors import BenchError, Terminated
-from .reporting.text_formats import FORMATS
-from .training import termination
+from .present.text_formats import FORMATS
+from .pretrain import termination
 
 # Piped output (CI logs, files) gets a wide fixed width instead of rich's 80-column default.
 out = Console(width=None if sys.stdout.isatty() else 160)
@@ -87,7 +87,7 @@ def _experiment_prechecks(*, preset, budget, quick, long_mode, convention, overr
     spec's arguments (experiments/spec.precheck), the references' syntax, and the data paths (a dry run plans
     for another machine, where they may be, so it does not ask)."""
     from .experiments.spec import precheck
-    from .reporting.reference_spec import parse_all
+    from .summarise.reference_spec import parse_all
 
     precheck(preset=preset, budget=budget, quick=quick, long=long_mode, convention=convention, overrides=overrides,
              objectives=objectives, allow_long_schedule=allow_long_schedule)
@@ -151,7 +151,7 @@ class _Group(click.Group):
     """Every way a command can fail on its input or environment ends in one `error:` line and a
     non-zero exit: BenchError (exit 2), usage errors (2), OSError such as a full disk or a file where a
     directory is expected (2), Ctrl-C (130). SIGTERM stops it with one line too (143; the trainer stops
-    between steps, training/termination.py). A traceback means a bug in electra-bench."""
+    between steps, pretrain/termination.py). A traceback means a bug in electra-bench."""
 
     def main(self, *args, **kwargs):
         kwargs.pop("standalone_mode", None)
@@ -253,12 +253,10 @@ def override_options(fn):
     def wrapper(**kw):
         from .presets import Overrides
 
-        ov = Overrides(**{k: kw.pop(k) for k in
-                                      ("steps", "batch_size", "seq_len", "generator_size", "lr", "mask_prob",
-                                       "vocab_size", "rtd_temperature", "rtd_temperature_warmup", "dropout", "generator_layers",
-                                       "uniform_generator", "embedding_sharing", "untied_generator",
-                                       "disallow_correct", "gen_weight", "disc_weight", "warmup_steps",
-                                       "checkpoint_fractions")})
+        import dataclasses
+
+        # every option above is named after its Overrides field: adding a knob adds no line here
+        ov = Overrides(**{f.name: kw.pop(f.name) for f in dataclasses.fields(Overrides)})
         return fn(overrides=ov, **kw)
 
     return wrapper
@@ -276,7 +274,7 @@ def main():
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def presets(convention, as_json):
     """List the presets with parameter counts and FLOPs per step per objective."""
-    from .reporting.tables import preset_rows, presets_table
+    from .present.tables import preset_rows, presets_table
 
     from . import presets as presets_mod
 
@@ -295,7 +293,7 @@ def presets(convention, as_json):
 def flops(preset, objective, convention, overrides, as_json):
     """FLOPs of one training step and of the preset's full schedule (or --steps)."""
     from .presets import resolve
-    from .reporting.tables import flops_report, flops_table
+    from .present.tables import flops_report, flops_table
 
     result = flops_report(resolve(preset, overrides).for_objective(objective), objective, convention)
     _emit_json(result) if as_json else out.print(flops_table(result))
@@ -310,8 +308,8 @@ def flops(preset, objective, convention, overrides, as_json):
 def signal(seq_len, mask_prob, vocab_size, as_json):
     """Learning signal per sequence: positions with gradient and bits of target, MLM vs RTD; then every
     objective, by the formula and as measured on the objective modules on a batch."""
-    from .learning_signal import learning_signal, objective_signal, signal_table
-    from .reporting.tables import key_value_table
+    from .flops.learning_signal import learning_signal, objective_signal, signal_table
+    from .present.tables import key_value_table
 
     s = learning_signal(seq_len, mask_prob, vocab_size)
     rows = objective_signal(seq_len, mask_prob, vocab_size)
@@ -416,7 +414,7 @@ def pretrain(preset, budget, convention, corpus, vocab_file, seed, device, preci
              show_config, overrides, as_json):
     """Pre-train one objective to a fixed FLOP budget."""
     from .presets import resolve
-    from .training import schedule
+    from .pretrain import schedule
 
     p = resolve(preset, overrides)
     if budget is None:
@@ -430,8 +428,8 @@ def pretrain(preset, budget, convention, corpus, vocab_file, seed, device, preci
         if vocab_file is not None:
             _existing(vocab_file, "a WordPiece vocab.txt")
 
-    from .training import run as runner
-    from .training.trainer import TrainOptions
+    from .pretrain import run as runner
+    from .pretrain.trainer import TrainOptions
 
     if not planning_only:  # first: the FLOP count below runs a forward at these shapes (minutes at --seq-len 1e5)
         runner.check_memory(p, (objective,), device, precision, allow_emulated_bf16)
@@ -475,8 +473,8 @@ def finetune(checkpoint, tasks, source, seeds, protocol, device, as_json):
     if not checkpoint.startswith("hf:"):
         _existing(checkpoint, "a checkpoints/frac-F directory, a transformers folder, or hf:NAME")
     _check_data_paths(None, source)
-    from .evaluation.scoring import score_checkpoint
-    from .reporting.tables import checkpoint_table
+    from .score.scoring import score_checkpoint
+    from .present.tables import checkpoint_table
 
     result = score_checkpoint(checkpoint, source, tasks.split(",") if tasks else None, seeds, protocol, device)
     _emit_json(result) if as_json else out.print(checkpoint_table(result))
@@ -500,7 +498,7 @@ def export(source, out_dir, objective, seed, fraction, overwrite, as_json):
     SOURCE: a checkpoints/frac-F directory, or a compare run directory with --objective (and --seed,
     --fraction)."""
     _existing(source, "a checkpoints/frac-F directory, or a compare run directory with --objective")
-    from .interop.export import checkpoint_of_run, export as do_export
+    from .present.export import checkpoint_of_run, export as do_export
 
     if objective is not None:
         source = checkpoint_of_run(source, objective, seed, fraction)
@@ -530,7 +528,7 @@ def compare(preset, budget, quick, long_mode, references, convention, corpus, so
                           dry_run=dry_run, allow_long_schedule=allow_long_schedule)
     from .experiments import references as refs_mod
     from .experiments.compare import CompareSpec, plan_only, run_compare
-    from .reporting.reference_spec import parse_all
+    from .summarise.reference_spec import parse_all
 
     spec = CompareSpec.resolve(preset=preset, budget=budget, quick=quick, convention=convention, corpus=corpus,
                                source=source, tasks=tasks.split(",") if tasks else None, seeds=seeds,
@@ -632,7 +630,7 @@ def report(runs, fmt, references, device, show_plan, as_json):
     ablation runs in Table 5's."""
     for run in runs:
         _existing_run(run)
-    from .reporting.report import plan_report, render_runs, report_json
+    from .present.report import plan_report, render_runs, report_json
 
     if references:
         from .experiments.references import add_to_run
@@ -662,9 +660,9 @@ def check(run, baseline, tol, allow_different_config, as_json):
     """CI regression check: exit 0 within tolerance, 1 on a regression, 2 on bad input or unlike runs."""
     _existing_run(run)
     _existing(baseline, "a baseline JSON written by `electra-bench baseline`")
-    from .reporting.regression import check as do_check
-    from .reporting.regression import score_tolerances
-    from .reporting.results import load_compare_run
+    from .ci.regression import check as do_check
+    from .ci.regression import score_tolerances
+    from .store.runs import load_compare_run
 
     result = do_check(load_compare_run(run), baseline, None if tol is None else score_tolerances(tol),
                       allow_different_config=allow_different_config)
@@ -682,8 +680,8 @@ def check(run, baseline, tol, allow_different_config, as_json):
 def baseline(run, out_path, tol, as_json):
     """Write a run's scores as a regression baseline for `check`."""
     _existing_run(run)
-    from .reporting.regression import score_tolerances, write_baseline
-    from .reporting.results import load_compare_run
+    from .ci.regression import score_tolerances, write_baseline
+    from .store.runs import load_compare_run
 
     written = write_baseline(load_compare_run(run), out_path, tol=score_tolerances(tol))
     _emit_json({**written, "out": out_path}) if as_json else click.echo(out_path)
@@ -724,9 +722,9 @@ BASELINE_OPTION = click.option("--baseline", default=None,
 def history_add(run, store, commit, parent, branch, date, note, as_json):
     """Append a compare run's record (commit, config, final scores with bands, diagnostics, wall times,
     machine, load) to a history store; safe with concurrent CI jobs."""
-    from .reporting.history_store import append, record_from_run
-    from .reporting.history_trend import short_commit
-    from .reporting.results import load_compare_run
+    from .ci.history_store import append, record_from_run
+    from .ci.history_trend import short_commit
+    from .store.runs import load_compare_run
 
     record = record_from_run(load_compare_run(run), commit=commit, parent=parent, branch=branch, date=date, note=note)
     added = append(store, record)
@@ -747,8 +745,8 @@ def history_add(run, store, commit, parent, branch, date, note, as_json):
 def history_plot(inputs, store, baseline, last, out_dir, as_json):
     """Plot the trend over commits: scores with their bands, the baseline's tolerance band, diagnostics,
     wall time. INPUTS: run directories (recorded on the fly) and/or a baseline JSON file."""
-    from .reporting.history_plot import plot_history
-    from .reporting.history_trend import gather, judge
+    from .ci.history_plot import plot_history
+    from .ci.history_trend import gather, judge
 
     records, base, base_path = gather(store, inputs, baseline)
     paths = [str(p) for p in plot_history(judge(records, base), out_dir, base, base_path, last=last)]
@@ -771,7 +769,7 @@ def history_plot(inputs, store, baseline, last, out_dir, as_json):
 def history_show(inputs, store, baseline, last, fmt, plot_urls, as_json):
     """The newest record against the baseline and the previous ones (Markdown, pass/FAIL per metric), or
     the whole trend as CSV or JSON."""
-    from .reporting.history_trend import gather, judge, render
+    from .ci.history_trend import gather, judge, render
 
     fmt = "json" if as_json else fmt
     records, base, base_path = gather(store, inputs, baseline)

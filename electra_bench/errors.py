@@ -3,7 +3,7 @@
 Anything the user can fix (a missing file, a malformed line, an unknown preset, a budget too small)
 is raised as `BenchError` with a message that names the problem and where it is (`file:line`).
 The CLI prints it as a single line and exits non-zero, without a traceback. `Terminated` is a stop
-asked for from outside (SIGTERM, training/termination.py), not a problem.
+asked for from outside (SIGTERM, pretrain/termination.py), not a problem.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ class BenchError(Exception):
 
 
 class Terminated(BaseException):
-    """SIGTERM, turned into a stop (training/termination.py). A BaseException like KeyboardInterrupt, so
+    """SIGTERM, turned into a stop (pretrain/termination.py). A BaseException like KeyboardInterrupt, so
     no `except Exception` swallows it on its way to the CLI, which prints str() and exits 143 (128 +
     SIGTERM, what a shell reports for a process the signal ended). `where`: "at step N of M" when the
     trainer stopped between steps, else empty. Pickles (a worker process sends it to its parent)."""

@@ -19,8 +19,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .choices import PRECISIONS
 from .errors import BenchError
-from .model_config import EncoderConfig, generator_config  # noqa: F401  (the model's config, importable without torch)
+from .model_config import EncoderConfig, generator_config  # noqa: F401  (the model's config, importable without torch
 
 
 def _cpu_eager(x: torch.Tensor) -> bool:
@@ -243,7 +244,6 @@ def count_parameters(module: nn.Module) -> int:
 
 # ---- precision -----------------------------------------------------------------------------------------
 
-PRECISIONS = ("auto", "fp32", "bf16")
 
 
 @functools.lru_cache(maxsize=1)

@@ -74,7 +74,7 @@ class Preset:
 
     def warmup_for(self, total_steps: int) -> float:
         """The warm-up as a fraction of a run of `total_steps`: `warmup_steps` when set, else
-        `warmup_fraction` (training/optim.lr_at)."""
+        `warmup_fraction` (pretrain/optim.lr_at)."""
         if self.warmup_steps is None:
             return self.warmup_fraction
         return self.warmup_steps / max(1, total_steps)
@@ -115,8 +115,8 @@ class Preset:
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
-        for f in dataclasses.fields(self):  # see _ADDED_LATER
-            if f.name in _ADDED_LATER and d[f.name] == f.default:
+        for f in dataclasses.fields(self):  # see IDENTITY_V1
+            if f.name not in IDENTITY_V1 and d[f.name] == f.default:
                 d.pop(f.name)
         d["generator"] = dataclasses.asdict(self.generator)
         d["max_predictions"] = self.max_predictions
@@ -134,10 +134,13 @@ class Preset:
         return cls(**kw)
 
 
-# Fields added after run directories were first stored: left out of `to_dict` at their defaults, so a
-# run made before them keeps its identity (run.json, compare's pre-training directories) and resumes.
-_ADDED_LATER = ("gen_weight", "generator_layers", "uniform_generator", "embedding_sharing", "untied_generator",
-                "warmup_steps", "rtd_temperature_warmup")
+# The fields of the first stored run directories (schema 1 of a run's identity). Every field added since is
+# left out of `to_dict` at its default, so a run made before it keeps its identity (run.json, compare's
+# pre-training directories) and resumes; a new field needs no entry anywhere.
+IDENTITY_V1 = ("name", "description", "encoder", "generator_size", "seq_len", "batch_size", "lr", "steps",
+               "warmup_fraction", "mask_prob", "disc_weight", "rtd_temperature", "disallow_correct",
+               "output_prior_init", "weight_decay", "adam_eps", "adam_betas", "grad_clip", "finetune_lr",
+               "layerwise_lr_decay", "source", "checkpoint_fractions", "objective_overrides")
 
 _REGISTRY: dict[str, Callable[[], Preset]] = {}
 
@@ -321,6 +324,12 @@ def parse_checkpoints(text: str) -> tuple[float, ...]:
     return fractions
 
 
+# overrides that replace the preset field of the same name (the others reach into the encoder: vocab_size,
+# dropout; or into every objective's schedule: steps)
+_DIRECT = tuple(f.name for f in dataclasses.fields(Overrides)
+                if f.name in {g.name for g in dataclasses.fields(Preset)} and f.name != "steps")
+
+
 def resolve(name: str, ov: Overrides | None = None) -> Preset:
     """The preset with overrides applied and validated (bad values -> BenchError)."""
     p = get(name)
@@ -367,10 +376,7 @@ def resolve(name: str, ov: Overrides | None = None) -> Preset:
     changes: dict = {"encoder": enc}
     if ov.steps is not None:
         changes["steps"] = {o: ov.steps for o in OBJECTIVES}
-    for attr in ("batch_size", "seq_len", "generator_size", "lr", "mask_prob", "rtd_temperature",
-                 "rtd_temperature_warmup", "gen_weight",
-                 "disc_weight", "generator_layers", "uniform_generator", "embedding_sharing", "untied_generator",
-                 "disallow_correct", "warmup_steps", "checkpoint_fractions"):
+    for attr in _DIRECT:  # an override named like a preset field replaces it
         if getattr(ov, attr) is not None:
             changes[attr] = getattr(ov, attr)
     # a value given on the command line applies to both objectives, over their tuned values

@@ -1,7 +1,7 @@
 """Coverage of the statistics' 95% CI on synthetic designs with a known difference: the table in
 docs/results.md ("Statistics"). Each design draws fresh dev sets, pre-training seed effects and evaluation
 noise from the model in `design`; the coverage is the share of designs whose interval contains the true
-difference. `tests/test_bootstrap.py` runs the two seed-dominated rows.
+difference. `tests/test_summarise_bootstrap.py` runs the two seed-dominated rows.
 
     python scripts/bootstrap_coverage.py                 # the table (about a minute on one core)
     python scripts/bootstrap_coverage.py --designs 500   # tighter estimates
@@ -14,8 +14,8 @@ import time
 
 import numpy as np
 
-from electra_bench.reporting import bootstrap
-from electra_bench.reporting.bootstrap import TaskData, multibootstrap, seed_df
+from electra_bench.summarise import bootstrap
+from electra_bench.summarise.bootstrap import TaskData, multibootstrap, seed_df
 
 
 def design(rng, n_seeds=4, n_examples=300, n_tasks=3, sd_seed=0.04, mu=(0.66, 0.68), shared=0.5, eval_sd=0.005):

@@ -20,9 +20,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from electra_bench import atomic_io
+from electra_bench.store import atomic_io
 from electra_bench.errors import BenchError
-from electra_bench.evaluation import glue_score
+from electra_bench.score import glue_score
 from electra_bench.interop.hf_import import resolve_folder
 
 # hub id -> (label, the paper's GLUE dev score, its training FLOPs in the paper's convention): Table 1

@@ -3,7 +3,7 @@
 
 Each argument is a directory written by `electra-bench pretrain --out DIR` (or `init:DIR` for the untrained
 encoder of that run's preset and seed 0). Prints one JSON line per run: the diagnostics logged at the end
-of its budget (training/diagnostics.py) and, with --probe, the probe score of its final checkpoint on the
+of its budget (pretrain/diagnostics.py) and, with --probe, the probe score of its final checkpoint on the
 embedded suite's dev splits (2 evaluation seeds, the default probe recipe). A run stopped early is probed at
 its latest checkpoint (the line's "checkpoint" says which); --trajectory prints every diagnostics point of
 the run (step 0 and each 1/16 of the budget) instead of the last, with the RTD sampling temperature there.
@@ -44,12 +44,12 @@ def final_diagnostics(run: Path) -> dict:
 
 def probe_scores(run: Path, untrained: bool) -> dict:
     from electra_bench.data.task_sources import load_tasks
-    from electra_bench.evaluation.glue_score import primary_metric
+    from electra_bench.score.glue_score import primary_metric
     from electra_bench.model import Encoder
     from electra_bench.data.tokenizer import Tokenizer
-    from electra_bench.evaluation.scoring import recipe_for, score_encoder
-    from electra_bench.layout import checkpoint_tokenizer
-    from electra_bench.training import checkpoint
+    from electra_bench.score.scoring import recipe_for, score_encoder
+    from electra_bench.store.layout import checkpoint_tokenizer
+    from electra_bench.pretrain import checkpoint
 
     ckpt = max((run / "checkpoints").glob("frac-*"), key=lambda p: float(p.name[5:]))
     encoder, meta = checkpoint.load_encoder(ckpt)

@@ -22,13 +22,13 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from electra_bench import atomic_io
+from electra_bench.store import atomic_io
 from electra_bench.data.task_sources import load_tasks
-from electra_bench.evaluation.glue_score import primary_metric
+from electra_bench.score.glue_score import primary_metric
 from electra_bench.experiments.references import spec_of_run
 from electra_bench.experiments.work import score_job
-from electra_bench.layout import RunLayout
-from electra_bench.reporting.results import load_compare_run
+from electra_bench.store.layout import RunLayout
+from electra_bench.store.runs import load_compare_run
 
 
 def _jobs(spec, layout: RunLayout) -> list[tuple]:

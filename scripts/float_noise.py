@@ -20,10 +20,10 @@ import statistics
 import sys
 from pathlib import Path
 
-from electra_bench import atomic_io
+from electra_bench.store import atomic_io
 from electra_bench.data.task_sources import load_tasks
-from electra_bench.reporting.results import load_compare_run
-from electra_bench.reporting.summary import build_summary
+from electra_bench.store.runs import load_compare_run
+from electra_bench.summarise.summary import build_summary
 
 KEY = ["objective", "pretrain_seed", "fraction", "task", "seed", "metric"]
 

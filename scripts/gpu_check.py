@@ -213,7 +213,7 @@ def finite(x) -> bool:
 def environment(cfg: Config) -> dict:
     import torch
 
-    from electra_bench.training.trainer import measure_peak_flops
+    from electra_bench.pretrain.trainer import measure_peak_flops
 
     info = {"mode": "dry-run (CPU)" if cfg.dry_run else "gpu", "python": platform.python_version(),
             "torch": torch.__version__, "cuda": torch.version.cuda, "cuda_available": torch.cuda.is_available(),
@@ -246,14 +246,14 @@ def environment(cfg: Config) -> dict:
 
 def speed_shape(cfg: Config, preset: str, batch: int | None, seq: int | None) -> tuple[int | None, int | None, str]:
     """The shape the speed section runs (batch, seq_len) and a note: the asked one, or on a GPU whose memory
-    the step would not fit (training/memory's estimate), a quarter of the batch until it does."""
+    the step would not fit (pretrain/memory's estimate), a quarter of the batch until it does."""
     if cfg.device != "cuda" or batch is None:
         return batch, seq, ""
     import torch
 
     from electra_bench.errors import BenchError
     from electra_bench.presets import Overrides, resolve
-    from electra_bench.training import memory
+    from electra_bench.pretrain import memory
 
     asked = batch
     while batch >= 8:
@@ -332,7 +332,7 @@ def plan_budget(preset_name: str, objective: str, shape: tuple[int | None, int |
     rounding). The data preparation is cached, so the pretrain subprocess reuses it."""
     from electra_bench.flops import step_flops
     from electra_bench.presets import Overrides, resolve
-    from electra_bench.training import run as runner
+    from electra_bench.pretrain import run as runner
 
     p = resolve(preset_name, Overrides(batch_size=shape[0], seq_len=shape[1]))
     _, p = runner.prepare_data(p, None, None, 0, True)
@@ -647,7 +647,7 @@ def main(argv: list[str] | None = None) -> int:
                          "and CoLA, 1 seed, for the models already in the local HF cache; docs/interop.md)")
     args = ap.parse_args(argv)
 
-    from electra_bench import atomic_io
+    from electra_bench.store import atomic_io
 
     cfg = dry_config() if args.dry_run else gpu_config()
     out_dir = Path(args.out).resolve()

@@ -23,9 +23,9 @@ def compare(ckpt: str, device: str, batch: int = 8, length: int = 128) -> dict:
     from transformers import ElectraForMaskedLM, ElectraForPreTraining
 
     from electra_bench.data.tokenizer import Tokenizer
-    from electra_bench.interop.export import export, load_objective, run_preset
-    from electra_bench.layout import checkpoint_tokenizer
-    from electra_bench.training.checkpoint import read_checkpoint_meta
+    from electra_bench.present.export import export, load_objective, run_preset
+    from electra_bench.store.layout import checkpoint_tokenizer
+    from electra_bench.pretrain.checkpoint import read_checkpoint_meta
 
     meta = read_checkpoint_meta(ckpt)
     if meta["objective"] != "rtd":

@@ -1,6 +1,6 @@
 """TensorBoard event files for a compare run made before pre-training wrote them (or copied without them):
 each pre-training log.jsonl and the run's summary.json, written by the same code a run uses now
-(training/tensorboard_log.py, reporting/tensorboard_curves.py), into a copy under OUT.
+(pretrain/tensorboard_log.py, present/tensorboard_curves.py), into a copy under OUT.
 
     python scripts/tensorboard_of_run.py results/longer-cpu /tmp/tb && tensorboard --logdir /tmp/tb
 
@@ -20,10 +20,10 @@ import shutil
 import sys
 from pathlib import Path
 
-from electra_bench import atomic_io, event_files
-from electra_bench.layout import PretrainLayout, RunLayout
-from electra_bench.reporting import tensorboard_curves
-from electra_bench.training import tensorboard_log
+from electra_bench.store import atomic_io, event_files
+from electra_bench.store.layout import PretrainLayout, RunLayout
+from electra_bench.present import tensorboard_curves
+from electra_bench.pretrain import tensorboard_log
 
 
 def main(run: Path, out: Path) -> int:

@@ -20,13 +20,15 @@ from pathlib import Path
 
 import torch
 
-from electra_bench import atomic_io, presets
-from electra_bench.training import run as runner
+from electra_bench.store import atomic_io
+
+from electra_bench import presets
+from electra_bench.pretrain import run as runner
 from electra_bench.data.task_sources import load_tasks
-from electra_bench.evaluation.glue_score import suite_score
-from electra_bench.evaluation.scoring import recipe_for, score_encoder
-from electra_bench.training import checkpoint
-from electra_bench.training.trainer import TrainOptions
+from electra_bench.score.glue_score import suite_score
+from electra_bench.score.scoring import recipe_for, score_encoder
+from electra_bench.pretrain import checkpoint
+from electra_bench.pretrain.trainer import TrainOptions
 
 KNOBS = {"rtd": ("generator_size", (0.25, 0.5)), "mlm": ("mask_prob", (0.15, 0.25))}
 

@@ -5,7 +5,9 @@ import copy
 import hashlib
 from pathlib import Path
 
-from electra_bench.reporting import history_store, results
+from electra_bench.ci import history_store
+
+from electra_bench.store import runs as results
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE_RUN = ROOT / "tests" / "fixtures" / "runs" / "compare-tiny-quick-dcf2017d"

@@ -1,4 +1,4 @@
-"""Toy jobs for tests/test_jobs.py, in a module of their own: a spawned worker imports it to run them,
+"""Toy jobs for tests/test_experiments_jobs.py, in a module of their own: a spawned worker imports it to run them,
 and it imports no torch (a worker starts in a second instead of several)."""
 
 import os

@@ -10,18 +10,20 @@ PACKAGE = Path(__file__).resolve().parent.parent / "electra_bench"
 
 # stage -> rank: a module may import modules of its own rank or lower (docs/architecture.md)
 STAGES = {
-    "electra_bench": 0, "electra_bench.errors": 0, "electra_bench.atomic_io": 0, "electra_bench.event_files": 0,
-    "electra_bench.special_tokens": 0, "electra_bench.choices": 0, "electra_bench.layout": 0,
-    "electra_bench.locking": 0,
-    "electra_bench.model": 1, "electra_bench.model_config": 1, "electra_bench.objectives": 1, "electra_bench.presets": 1,
-    "electra_bench.learning_signal": 1, "electra_bench.flops": 1,
-    "electra_bench.data": 2,
-    "electra_bench.training": 3, "electra_bench.interop": 3,
-    "electra_bench.interop.export": 5,
-    "electra_bench.evaluation": 4,
-    "electra_bench.reporting": 5,
-    "electra_bench.experiments": 6,
-    "electra_bench.cli": 7, "electra_bench.__main__": 7,
+    "electra_bench": 0, "electra_bench.errors": 0, "electra_bench.special_tokens": 0, "electra_bench.choices": 0,
+    "electra_bench.units": 0, "electra_bench.store": 0,
+    "electra_bench.data": 1,
+    "electra_bench.model": 2, "electra_bench.model_config": 2, "electra_bench.presets": 2,
+    "electra_bench.objectives": 3,
+    "electra_bench.flops": 4,
+    "electra_bench.pretrain": 5,
+    "electra_bench.interop": 6,
+    "electra_bench.score": 7,
+    "electra_bench.summarise": 8,
+    "electra_bench.present": 9,
+    "electra_bench.ci": 10,
+    "electra_bench.experiments": 11,
+    "electra_bench.cli": 12, "electra_bench.__main__": 12,
 }
 
 
@@ -132,8 +134,8 @@ def test_no_private_name_is_imported_across_modules():
 
 def test_the_checker_resolves_relative_and_local_imports():
     """The checker itself: relative imports resolve to modules, function-local ones are seen."""
-    found = {(t, top) for t, _, top, _ in _imports(PACKAGE / "training" / "trainer.py", "electra_bench.training.trainer")}
-    assert ("electra_bench.layout", True) in found and ("electra_bench.training.checkpoint", True) in found
+    found = {(t, top) for t, _, top, _ in _imports(PACKAGE / "pretrain" / "trainer.py", "electra_bench.pretrain.trainer")}
+    assert ("electra_bench.store.layout", True) in found and ("electra_bench.pretrain.checkpoint", True) in found
     found = {(t, top) for t, _, top, _ in _imports(PACKAGE / "cli.py", "electra_bench.cli")}
     assert ("electra_bench.experiments.compare", False) in found  # imported inside the command
-    assert rank("electra_bench.reporting.summary") > rank("electra_bench.training.trainer")
+    assert rank("electra_bench.summarise.summary") > rank("electra_bench.pretrain.trainer")

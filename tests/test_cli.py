@@ -185,7 +185,7 @@ def test_refusals_that_need_no_model_come_before_torch_is_imported(tmp_path, arg
 
 def test_progress_eta_ignores_time_spent_waiting_in_the_queue(monkeypatch, capsys):
     """A run that waited 300 s for a worker, then did 10% in 10 s, has about 90 s left, not an hour."""
-    from electra_bench.training import progress
+    from electra_bench.pretrain import progress
 
     now = [0.0]
     monkeypatch.setattr(progress.time, "perf_counter", lambda: now[0])

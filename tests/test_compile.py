@@ -79,8 +79,8 @@ def test_pretrain_compile_trains_the_compiled_compute_like_eager(objective, tmp_
     import functools
     import json
 
-    from electra_bench.training import trainer
-    from electra_bench.training.budget import make_plan
+    from electra_bench.pretrain import trainer
+    from electra_bench.flops.budget import make_plan
 
     p = presets.get("tiny").for_objective(objective)
     p = dataclasses.replace(p, encoder=dataclasses.replace(p.encoder, num_layers=1))
@@ -104,8 +104,8 @@ def test_pretrain_compile_trains_the_compiled_compute_like_eager(objective, tmp_
 def test_the_trainer_tells_the_encoder_whether_the_batch_is_padded(objective, tmp_path, synthetic, monkeypatch):
     """The trainer reads the padding from the host copy of each batch and passes it down, so no encoder reads
     the attention mask on the device (on CUDA, a host sync every step; under compile, a masked kernel)."""
-    from electra_bench.training import trainer
-    from electra_bench.training.budget import make_plan
+    from electra_bench.pretrain import trainer
+    from electra_bench.flops.budget import make_plan
 
     seen = []
     real = M.Encoder.forward
@@ -165,7 +165,7 @@ def test_every_objective_compiles_whole_and_never_recompiles(case):
 def test_rtd15_compile_runs_compiled_not_eager(monkeypatch):
     """`rtd-15` used to inherit `compile_step` but override `forward`, so --compile left it eager; now its
     `compute` is what runs, compiled (a spy on the compiled callable sees every step)."""
-    from electra_bench.training import trainer
+    from electra_bench.pretrain import trainer
 
     m = _model("rtd-15", 0.0).train()
     torch._dynamo.reset()
@@ -180,7 +180,7 @@ def test_rtd15_compile_runs_compiled_not_eager(monkeypatch):
 
 def test_compile_refuses_what_is_not_an_objective():
     from electra_bench.errors import BenchError
-    from electra_bench.training import trainer
+    from electra_bench.pretrain import trainer
 
     with pytest.raises(BenchError, match="not an objective"):
         trainer.compile_forward(torch.nn.Linear(2, 2))
@@ -237,8 +237,8 @@ def test_temperature_warmup_compiles_once(tmp_path, synthetic, monkeypatch):
     import functools
     import json
 
-    from electra_bench.training import trainer
-    from electra_bench.training.budget import make_plan
+    from electra_bench.pretrain import trainer
+    from electra_bench.flops.budget import make_plan
 
     p = presets.get("tiny").for_objective("rtd")
     p = dataclasses.replace(p, encoder=dataclasses.replace(p.encoder, num_layers=1), batch_size=8, seq_len=32,

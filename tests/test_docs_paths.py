@@ -59,7 +59,7 @@ def test_every_results_path_the_docs_name_is_in_the_repository(doc, path):
 
 def test_the_committed_long_run_holds_what_results_readme_promises():
     # results/README.md: "its config, provenance, scores, summary and the report as Markdown"
-    from electra_bench.layout import RunLayout
+    from electra_bench.store.layout import RunLayout
 
     run = RunLayout("results/long-cpu")
     tracked = _tracked()

@@ -23,11 +23,11 @@ from electra_bench import objectives, presets  # noqa: E402
 from electra_bench.data.tokenizer import Tokenizer  # noqa: E402
 from electra_bench.errors import BenchError  # noqa: E402
 from electra_bench.interop import hf_import, hf_names  # noqa: E402
-from electra_bench.interop.export import export  # noqa: E402
-from electra_bench.layout import TOKENIZER_FROM_CHECKPOINT, PretrainLayout  # noqa: E402
+from electra_bench.present.export import export  # noqa: E402
+from electra_bench.store.layout import TOKENIZER_FROM_CHECKPOINT, PretrainLayout  # noqa: E402
 from electra_bench.objectives import choose_positions, corrupt, sample_replacements  # noqa: E402
-from electra_bench.training import checkpoint  # noqa: E402
-from electra_bench.training.run import with_vocab  # noqa: E402
+from electra_bench.pretrain import checkpoint  # noqa: E402
+from electra_bench.pretrain.run import with_vocab  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 TOL = 1e-5
@@ -380,7 +380,7 @@ def test_finetune_matches_a_plain_transformers_loop(tmp_path, tokenizer):
     import numpy as np
 
     from electra_bench.data.task_sources import load_tasks
-    from electra_bench.evaluation.finetune import Recipe, fit_classifier, initial_classifier, score_classifier
+    from electra_bench.score.finetune import Recipe, fit_classifier, initial_classifier, score_classifier
 
     ckpt, m = make_checkpoint(tmp_path / "run", "rtd", small_preset(tokenizer, 32), tokenizer)
     export(ckpt, tmp_path / "hf")
@@ -455,7 +455,7 @@ FIXTURE_RUN = Path(__file__).resolve().parent / "fixtures" / "runs" / "compare-t
 
 
 def test_reference_spec_parsing():
-    from electra_bench.reporting.references import parse, parse_all
+    from electra_bench.summarise.references import parse, parse_all
 
     r = parse("ELECTRA-Small=hf:google/electra-small-discriminator@1.4e18")
     assert (r.label, r.source, r.train_flops) == ("ELECTRA-Small", "hf:google/electra-small-discriminator", 1.4e18)
@@ -474,9 +474,9 @@ def test_report_reference_is_scored_stored_shown_and_resumed(tmp_path, tokenizer
     import shutil
 
     from electra_bench.experiments.references import add_to_run
-    from electra_bench.reporting import plots
-    from electra_bench.reporting.results import load_run
-    from electra_bench.reporting.summary import build_summary
+    from electra_bench.present import plots
+    from electra_bench.store.runs import load_run
+    from electra_bench.summarise.summary import build_summary
 
     ckpt, _ = make_checkpoint(tmp_path / "ref", "rtd", small_preset(tokenizer, 32), tokenizer)
     export(ckpt, tmp_path / "hf")

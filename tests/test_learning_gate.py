@@ -10,8 +10,8 @@ from click.testing import CliRunner
 from electra_bench.objectives import mlm as mlm_objective
 from electra_bench.cli import main
 from electra_bench.experiments.compare import CompareSpec, run_compare
-from electra_bench.reporting.regression import write_baseline, score_tolerances
-from electra_bench.reporting.results import load_run
+from electra_bench.ci.regression import write_baseline, score_tolerances
+from electra_bench.store.runs import load_run
 
 ARGS = dict(preset=None, budget="6e11", quick=True, convention="measured", corpus=None, source=None,
             tasks=["rt-polarity"], seeds=2, protocol="probe", device="cpu", pretrain_seeds=1, jobs=1, threads=1)

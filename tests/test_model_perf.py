@@ -20,8 +20,8 @@ from electra_bench import model as M
 from electra_bench import objectives, presets
 from electra_bench.errors import BenchError
 from electra_bench.special_tokens import DEFAULT as SP
-from electra_bench.training.budget import make_plan
-from electra_bench.training.trainer import TrainOptions, pretrain
+from electra_bench.flops.budget import make_plan
+from electra_bench.pretrain.trainer import TrainOptions, pretrain
 
 PINNED = (torch.backends.cpu.get_cpu_capability() == "AVX2" and torch.__version__.startswith("2.13.")
           and torch.get_num_threads() == 2)

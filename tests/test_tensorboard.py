@@ -13,13 +13,15 @@ from click.testing import CliRunner
 pytest.importorskip("tensorboard")
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402
 
-from electra_bench import atomic_io, event_files  # noqa: E402
+from electra_bench.store import atomic_io
+
+from electra_bench import event_files  # noqa: E402
 from electra_bench.cli import main  # noqa: E402
 from electra_bench.data.task_sources import load_tasks  # noqa: E402
 from electra_bench.experiments.compare import work_done, write_outputs  # noqa: E402
-from electra_bench.layout import PretrainLayout, RunLayout  # noqa: E402
-from electra_bench.reporting.results import open_run  # noqa: E402
-from electra_bench.training import tensorboard_log  # noqa: E402
+from electra_bench.store.layout import PretrainLayout, RunLayout  # noqa: E402
+from electra_bench.store.runs import open_run  # noqa: E402
+from electra_bench.pretrain import tensorboard_log  # noqa: E402
 
 FIXTURE_RUN = Path(__file__).resolve().parent / "fixtures" / "runs" / "compare-tiny-quick-dcf2017d"
 MICRO = ["--preset", "tiny", "--seq-len", "32", "--batch-size", "8", "--vocab-size", "300", "--quiet"]

@@ -27,7 +27,7 @@ from test_interop import CORPUS, TOL, batch, close, make_checkpoint, small_prese
 
 from electra_bench.data.tokenizer import Tokenizer  # noqa: E402
 from electra_bench.interop import hf_names  # noqa: E402
-from electra_bench.interop.export import export  # noqa: E402
+from electra_bench.present.export import export  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 LOADER = Path(__file__).resolve().parent / "transformers_load.py"

@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Iterator
 
-from .. import atomic_io
+from ..store import atomic_io
 from ..errors import BenchError
 
 ENV_VAR = "ELECTRA_BENCH_CACHE"

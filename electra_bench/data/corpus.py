@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Callable, Iterator
 
-from ..atomic_io import sha256_file
+from ..store.atomic_io import sha256_file
 from ..errors import BenchError, at
 
 MAX_LINE_BYTES = 1 << 20

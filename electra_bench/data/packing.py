@@ -42,7 +42,7 @@ from typing import Iterable
 import numpy as np
 import torch
 
-from .. import atomic_io
+from ..store import atomic_io
 from ..errors import BenchError
 from ..special_tokens import SpecialIds
 from .cache import entry_lock, read_meta, remove_stale_temps, short_key

@@ -29,7 +29,7 @@ import numpy as np
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
-from .. import atomic_io
+from ..store import atomic_io
 from ..errors import BenchError
 from .cache import HashMemo, cache_root, entry_lock, read_meta, remove_stale_temps, short_key
 from .corpus import Corpus, open_corpus

@@ -25,7 +25,7 @@ from typing import Iterable, Iterator, Sequence
 from tokenizers import Tokenizer as _RustTokenizer
 from tokenizers import decoders, models, normalizers, pre_tokenizers, processors, trainers
 
-from .. import atomic_io
+from ..store import atomic_io
 from ..errors import BenchError, at
 from ..special_tokens import ALL, SpecialIds
 from .corpus import iter_text_lines

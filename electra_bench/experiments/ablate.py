@@ -10,7 +10,7 @@ pre-training and fine-tuning; All-Tokens MLM closes most of the gap by predictin
 It is compare's job graph (experiments/graph.py: `CompareSpec` with `objectives`, `experiment`,
 `run_experiments`), scoring only each run's last checkpoint. The run lives in
 results/ablate-<preset>-<digest>/ (layout.RunLayout); its table is `ablation.json`, rendered as
-report.txt / report.md and drawn as plots/ablation.png (reporting/ablation.py; `electra-bench report RUN`
+report.txt / report.md and drawn as plots/ablation.png (present/ablation_table.py; `electra-bench report RUN`
 renders it again in any format). compare's Table 1, curves and verdict are written for mlm vs rtd and
 are not made here.
 """
@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import atomic_io
-from ..evaluation import glue_score
+from ..store import atomic_io
+from ..score import glue_score
 from ..flops import step_flops
-from ..reporting.ablation import TABLE5, plot_ablation, render_table, table_rows, title_of
+from ..present.ablation_table import TABLE5, plot_ablation, render_table, table_rows, title_of
 from .compare import plan_only, record_invocation
 from .graph import experiment, run_experiments
 from .spec import CompareSpec

@@ -1,7 +1,7 @@
 """`electra-bench compare`: both objectives, one budget, several pre-training seeds, every checkpoint
 scored, one report.
 
-A run lives in results/<run-id>/ (layout.RunLayout; the store is reporting/results.py). Its id is derived
+A run lives in results/<run-id>/ (layout.RunLayout; the store is store/runs.py). Its id is derived
 from the resolved config (experiments/spec.py), so running the same command again resumes the
 pre-training where it stopped and skips every (objective, pre-training seed, checkpoint, task, seed) score
 already stored.
@@ -20,14 +20,14 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from .. import atomic_io
+from ..store import atomic_io
 from ..data.task_sources import load_tasks
 from ..data.tasks import normalize_name
 from ..errors import BenchError
-from ..layout import RunLayout
-from ..reporting import plots, report, tensorboard_curves
-from ..reporting.summary import build_summary
-from ..training import run as runner
+from ..store.layout import RunLayout
+from ..present import plots, report, tensorboard_curves
+from ..summarise.summary import build_summary
+from ..pretrain import run as runner
 from . import sizing, target
 from .graph import Experiment, build_jobs, experiment, parallelism, run_experiments, slots
 from .spec import CompareSpec

@@ -23,19 +23,19 @@ from .. import presets
 from ..data.task_sources import load_tasks
 from ..data.tokenizer import Tokenizer
 from ..errors import BenchError
-from ..evaluation.scoring import recipe_for
-from ..layout import PretrainLayout, RunLayout
-from ..reporting import provenance
-from ..reporting.results import RunDir, open_run, runs_with_fewer_seeds
-from ..training import run as runner
-from ..training.trainer import unusable_part
-from . import sizing, target
+from ..score.scoring import recipe_for
+from ..store.layout import PretrainLayout, RunLayout
+from ..store import provenance
+from ..store.runs import RunDir, open_run, runs_with_fewer_seeds
+from ..pretrain import run as runner
+from ..pretrain.trainer import unusable_part
+from . import sizing
 from .cluster import ClusterEngine
 from .devices import parse_devices
 from .jobs import GraphResult, InlineEngine, Job, PoolEngine, run_graph
 from .progress import GraphProgress
 from .spec import CompareSpec, encoder_params, suite_name
-from .work import ddp_pretrain_job, pretrain_job, prepare, score_job
+from .work import PretrainWork, ScoreWork, prepare
 
 
 @dataclass
@@ -66,7 +66,6 @@ def experiment(spec: CompareSpec, root: str | Path, run_id: str, quiet: bool = F
     the run directory exists, then open results/<run_id> (held while the block runs) with its provenance."""
     t0 = time.perf_counter()
     tasks = load_tasks(spec.source, list(spec.tasks) if spec.tasks else None)
-    target.resolve(spec).check_memory(spec)  # on the devices the jobs run on (a cluster's, with --engine slurm)
     slots(spec)  # unknown or missing devices fail here
     data, p, budget, plans = prepare(spec, quiet)
     note = runner.budget_note(p, budget, spec.convention)
@@ -137,10 +136,9 @@ def build_jobs(spec: CompareSpec, plans: dict, tasks: list, preset, layout: RunL
     for s in range(spec.pretrain_seeds):
         for objective, plan in plans.items():
             out = layout.pretrain(objective, s)
-            call = (pretrain_job, spec, objective, s, str(out.root), quiet_runs) if width == 1 else \
-                (ddp_pretrain_job, spec, objective, s, str(out.root), True, width)
+            work = PretrainWork(spec, objective, s, str(out.root), quiet_runs, width)
             pre.append(Job(
-                id=f"{prefix}pretrain/{objective}/seed-{s}", kind="pretrain", call=call, devices=width,
+                id=f"{prefix}pretrain/{objective}/seed-{s}", kind="pretrain", call=(work,), devices=width,
                 flops=plan.flops_at(plan.total_steps),
                 done=None if run is None else (lambda o=out, p=plan: pretrain_finished(o, p, tokenizer_sha)),
                 watch=(out.log, plan.total_steps, plan.budget)))
@@ -160,7 +158,7 @@ def build_jobs(spec: CompareSpec, plans: dict, tasks: list, preset, layout: RunL
                     task_part = f"/{group[0]}" if len(group) == 1 and len(names) > 1 else ""
                     score.append(Job(
                         id=f"{prefix}score/{objective}/seed-{s}/frac-{point[0]:.4f}{task_part}", kind="score",
-                        call=(score_job, spec, objective, s, [point], {point[0]: todo}), deps=deps,
+                        call=(ScoreWork(spec, objective, s, [point], {point[0]: todo}),), deps=deps,
                         flops=sum(cost[n] for n in group), done=(lambda t=todo: not t),
                         on_result=None if run is None else run.store_scored))
     return pre + score
@@ -168,8 +166,7 @@ def build_jobs(spec: CompareSpec, plans: dict, tasks: list, preset, layout: RunL
 
 def score_units(job: Job, seeds: int) -> int:
     """(encoder, task, evaluation seed) units a scoring job stores: the progress of scoring."""
-    _, _, _, _, points, todo = job.call
-    return sum(len(todo[p[0]]) for p in points) * seeds
+    return job.call[0].units * seeds
 
 
 # --------------------------------------------------------------------------------------------- running

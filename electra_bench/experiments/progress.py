@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import atomic_io
+from ..store import atomic_io
 from ..errors import BenchError
-from ..training.progress import PhaseProgress, training_detail
+from ..pretrain.progress import PhaseProgress, training_detail
 from .jobs import Job, Outcome
 
 

@@ -1,4 +1,4 @@
-"""Score reference points (reporting/references.py) into a run: external checkpoints scored with the run's
+"""Score reference points (summarise/references.py) into a run: external checkpoints scored with the run's
 suite, protocol, probe sizes and evaluation seeds, each with its own tokenizer and its own fine-tuning
 learning rate and layer-wise decay (the paper preset of its shape, or the exporting run's). Only what is
 missing is scored, so `compare` and `report --reference` resume like any other scoring."""
@@ -8,16 +8,16 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from .. import atomic_io
+from ..store import atomic_io
 from ..data.task_sources import load_tasks
 from ..errors import BenchError
-from ..evaluation.scoring import load_scorable, recipe_for, score_encoder
+from ..score.scoring import load_scorable, recipe_for, score_encoder
 from ..model import count_parameters
 from ..presets import Overrides
-from ..reporting import references
-from ..reporting.references import Reference
-from ..reporting.results import RunDir, load_compare_run, open_run
-from ..training.distributed import resolve_device
+from ..summarise import references
+from ..summarise.references import Reference
+from ..store.runs import RunDir, load_compare_run, open_run
+from ..pretrain.distributed import resolve_device
 from .compare import work_done, write_outputs
 from .graph import run_calls
 from .spec import CompareSpec

@@ -17,8 +17,8 @@ from .. import presets
 from ..choices import ALL_OBJECTIVES, DEVICE_KINDS, ENGINES, OBJECTIVES, require
 from ..data.suite import load_suite
 from ..errors import BenchError
-from ..training import schedule
-from ..training.budget import parse_budget
+from ..pretrain import schedule
+from ..flops.budget import parse_budget
 
 # No torch at module level: the command line checks a spec's arguments (`precheck`) before torch is
 # imported, which takes seconds; what needs it (the memory check, the measured FLOP count, the model's
@@ -116,7 +116,7 @@ class CompareSpec:
         # part of the config: it changes nothing about the run); memory first, on the device the jobs will
         # run on (target.py: a cluster's GPUs, not the login node's CPU): the measured FLOP count of the
         # schedule check runs a forward at the preset's shapes (minutes at --seq-len 100000)
-        from ..training import run as runner  # torch, from here on
+        from ..pretrain import run as runner  # torch, from here on
         from . import target
 
         target.resolve(spec).check_memory(spec)

@@ -14,7 +14,7 @@ results/sweep-<preset>-<digest>/points/ (layout.RunLayout), each with its config
 and scores, so a rerun of the same command resumes every point's pre-training and skips every score
 already stored. The pre-training runs of all points share one worker pool, as do their scorings. The
 sweep directory itself is a run (config.json, provenance.json, history.jsonl, .lock) whose table is
-`sweep.json` (`sweep_rows`), with report.txt / report.md and plots/generator_size.png|svg, rendered by reporting/sweep.py (which
+`sweep.json` (`sweep_rows`), with report.txt / report.md and plots/generator_size.png|svg, rendered by present/sweep_table.py (which
 `electra-bench report` uses too).
 """
 
@@ -33,18 +33,18 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .. import atomic_io
+from ..store import atomic_io
 from ..choices import OBJECTIVES
 from ..data.task_sources import load_tasks
 from ..errors import BenchError
-from ..evaluation import glue_score
+from ..score import glue_score
 from ..flops import step_flops
-from ..layout import RunLayout
-from ..reporting import provenance
-from ..reporting.ablation import aggregate_score
-from ..reporting.results import open_run
-from ..reporting.sweep import plot_sweep, render_sweep
-from ..training import run as runner
+from ..store.layout import RunLayout
+from ..store import provenance
+from ..present.ablation_table import aggregate_score
+from ..store.runs import open_run
+from ..present.sweep_table import plot_sweep, render_sweep
+from ..pretrain import run as runner
 from . import target
 from .compare import graph_report, record_invocation, sized_tasks, work_done
 from .graph import build_jobs, experiment, parallelism, run_experiments

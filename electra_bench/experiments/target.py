@@ -21,12 +21,12 @@ from dataclasses import dataclass
 
 from .. import presets
 from ..errors import BenchError
-from ..training import memory
+from ..pretrain import memory
 from . import hardware, sizing
 from .spec import CompareSpec
 
 MEMORY_OF_WHAT = ("the step's weights, gradients, AdamW moments and activations per process, bf16 autocast "
-                  "(training/memory.py; refused above 2x the device's memory)")
+                  "(pretrain/memory.py; refused above 2x the device's memory)")
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class Target:
     def check_memory(self, spec: CompareSpec) -> None:
         """Refuse a step that cannot fit the target's device (one line, before anything is created)."""
         if self.runs_here:
-            from ..training import run as runner
+            from ..pretrain import run as runner
 
             runner.check_memory(spec.resolved_preset(), spec.objectives, spec.device, "auto")
             return

@@ -16,6 +16,7 @@ import sys
 import tempfile
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -23,13 +24,13 @@ from threadpoolctl import threadpool_limits
 
 from ..data.task_sources import load_tasks
 from ..errors import BenchError
-from ..evaluation.scoring import recipe_for, score_encoder
+from ..score.scoring import recipe_for, score_encoder
 from ..objectives import initial_encoder
-from ..reporting import predictions
-from ..training import checkpoint
-from ..training import run as runner
-from ..training.distributed import resolve_device
-from ..training.trainer import TrainOptions
+from ..store import predictions
+from ..pretrain import checkpoint
+from ..pretrain import run as runner
+from ..pretrain.distributed import resolve_device
+from ..pretrain.trainer import TrainOptions
 from .spec import CompareSpec
 
 
@@ -133,3 +134,43 @@ def score_job(spec: CompareSpec, label: str, pretrain_seed: int, points: list[tu
             stored += [(label, pretrain_seed, fraction, predictions.collect(name, by_seed))
                        for name, by_seed in records.items()]
         return {"rows": rows, "predictions": stored}
+
+
+# ---- the typed jobs: what the graph hands an engine (a picklable call; engines run `work()`) -----------
+
+
+@dataclass(frozen=True)
+class PretrainWork:
+    """Pre-train `objective` with pre-training seed `seed` into `out_dir` (over `nproc` GPUs with torchrun)."""
+
+    spec: CompareSpec
+    objective: str
+    seed: int
+    out_dir: str
+    quiet: bool = True
+    nproc: int = 1
+
+    def __call__(self) -> tuple[str, int, float]:
+        if self.nproc == 1:
+            return pretrain_job(self.spec, self.objective, self.seed, self.out_dir, self.quiet)
+        return ddp_pretrain_job(self.spec, self.objective, self.seed, self.out_dir, True, self.nproc)
+
+
+@dataclass(frozen=True)
+class ScoreWork:
+    """Score encoders labelled `label` of pre-training seed `pretrain_seed` at `points` ((fraction, step,
+    FLOPs, checkpoint directory or None for the untrained encoder)) on the tasks `todo[fraction]` lacks."""
+
+    spec: CompareSpec
+    label: str
+    pretrain_seed: int
+    points: list = field(default_factory=list)
+    todo: dict = field(default_factory=dict)
+
+    def __call__(self) -> dict:
+        return score_job(self.spec, self.label, self.pretrain_seed, self.points, self.todo)
+
+    @property
+    def units(self) -> int:
+        """(encoder, task) pairs it stores scores for (times the evaluation seeds: the progress of scoring)."""
+        return sum(len(self.todo[p[0]]) for p in self.points)

@@ -29,6 +29,8 @@ sequences and scaled to the preset's batch size.
 
 from __future__ import annotations
 
+import json
+
 import math
 import warnings
 from collections import Counter
@@ -259,14 +261,20 @@ def inference_count(preset, num_labels: int = 2) -> ForwardCount:
     return count_forward(module, packed_batch(1, preset.seq_len, preset.encoder.vocab_size, special_tokens.DEFAULT))
 
 
+# preset fields that do not change the traced step (the optimizer, the schedule, the initialisation, the
+# batch size, by which the count is scaled): every other field keys the cache, so a new knob cannot reuse
+# another step's count
+_NOT_TRACED = {"name", "description", "source", "lr", "steps", "warmup_fraction", "warmup_steps", "weight_decay",
+               "adam_eps", "adam_betas", "grad_clip", "finetune_lr", "layerwise_lr_decay", "checkpoint_fractions",
+               "batch_size", "objective_overrides", "rtd_temperature", "rtd_temperature_warmup", "output_prior_init"}
+
+
 def _cache_key(preset, objective: str) -> tuple[Any, ...]:
-    gen = preset.generator if objective != "mlm" else None
-    # the generator knobs change the traced modules (a uniform generator, untied or tied weights) or add
-    # an op (a generator-loss weight other than 1)
-    knobs = tuple(getattr(preset, k) for k in ("gen_weight", "uniform_generator", "embedding_sharing",
-                                               "untied_generator")) if objective != "mlm" else ()
-    return (objective, preset.encoder, gen, preset.seq_len, preset.max_predictions, preset.mask_prob,
-            preset.disc_weight) + knobs
+    fields = {k: v for k, v in preset.to_dict().items() if k not in _NOT_TRACED}
+    if objective == "mlm":  # MLM traces no generator: its knobs do not key MLM's count
+        fields = {k: v for k, v in fields.items() if not k.startswith("gen") and k not in (
+            "uniform_generator", "embedding_sharing", "untied_generator", "disc_weight", "disallow_correct")}
+    return objective, json.dumps(fields, sort_keys=True, default=str)
 
 
 _STEP_CACHE: dict[tuple, ForwardCount] = {}

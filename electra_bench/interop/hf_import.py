@@ -22,7 +22,7 @@ from .. import presets
 from ..data.tokenizer import Tokenizer
 from ..errors import BenchError
 from ..model import Encoder, EncoderConfig
-from ..training.checkpoint import read_tensors
+from ..pretrain.checkpoint import read_tensors
 from . import hf_names
 
 HF_PREFIX = "hf:"

@@ -20,8 +20,7 @@ from ..model import Encoder, EncoderConfig, count_parameters
 from ..special_tokens import SpecialIds
 from .ablations import AllTokensMLM, ElectraOnMasked, ReplaceMLM
 from .base import Batch, Noise, Objective, ObjectiveResult
-from .generator import (GeneratorCorruption, GradientDisentangledEmbeddings, generator_step, kept_encoder,
-                        sample_replacements)
+from .generator import GeneratorCorruption, GradientDisentangledEmbeddings, generator_step, kept_encoder, sample_replacements
 from .masking import choose_positions, corrupt, corruption_draws, weighted_mlm
 from .mlm import MaskedLM
 from .rtd import ReplacedTokenDetection
@@ -54,7 +53,7 @@ def build(objective: str, preset, special: SpecialIds) -> Objective:
 def initial_encoder(encoder_cfg: EncoderConfig, seed: int) -> Encoder:
     """The encoder both objectives start from under `seed` (the trainer seeds torch, then builds the
     objective, whose kept encoder is constructed first): the 'untrained' point of a comparison.
-    tests/test_orchestration.py checks the identity by weights for both objectives."""
+    tests/test_experiments_orchestration.py checks the identity by weights for both objectives."""
     torch.manual_seed(seed)
     return Encoder(encoder_cfg)
 

@@ -30,7 +30,7 @@ Batch = dict[str, torch.Tensor]
 class ObjectiveResult:
     loss: torch.Tensor  # scalar, what is back-propagated
     metrics: dict[str, torch.Tensor]  # detached scalars: losses and accuracies by name
-    # detached per-position tensors the learning diagnostics need (training/diagnostics.py):
+    # detached per-position tensors the learning diagnostics need (pretrain/diagnostics.py):
     # mlm_logits (B, P, V), mlm_labels (B, P), mlm_weights (B, P); RTD adds disc_logits (B, T),
     # replaced (B, T), token_mask (B, T)
     extras: dict[str, torch.Tensor] = field(default_factory=dict)

@@ -87,7 +87,7 @@ def sample_replacements(logits: torch.Tensor, originals: torch.Tensor, temperatu
     removes the original token from the choice (the official code's option); temperature 0 is argmax.
     `uniform`: the (B, P, V) float32 uniform draw, made beforehand and overwritten here when eager (a compiled
     step leaves it as it is); None: drawn from `rng`. `temperature` as a 0-d tensor: a compiled step whose
-    temperature follows a schedule (training/trainer.py), so that every value is an input of one graph rather
+    temperature follows a schedule (pretrain/trainer.py), so that every value is an input of one graph rather
     than a constant that recompiles it.
 
     (B, P, V) is the largest tensor of the step, so it is touched as few times as possible: the noise is

@@ -1,0 +1,91 @@
+"""A preset's budget: what "100%" means, a budget in FLOPs, its limits (budget.py's), and the plan.
+
+Nothing here imports torch at module level. The paper's convention is an analytic formula (flops/paper.py);
+the measured one runs fvcore on a forward (flops/measured.py, imported when first asked for, and torch with
+it: seconds). So `check_schedule_bound` can refuse an absurd budget from the command line before torch is
+loaded, and `check_schedule` gives the exact verdict afterwards.
+"""
+
+from __future__ import annotations
+
+from ..flops import step_flops
+from ..presets import Preset
+from ..flops.budget import MAX_SEQUENCES, Plan, check_length, check_share, make_plan, parse_budget
+
+# How many times the paper's count of a training step the measured count can be, at most. Measured
+# (2026-12-05) on every preset and objective: 0.73 (tiny, rtd) to 1.38 (large, mlm); with a mask rate of
+# 0.9-0.95 and vocabularies up to 100,000: 0.69 to 1.41 (tests/test_pretrain_schedule_bound.py keeps it so). The measured convention takes 3 x forward where the paper takes 2 x, and otherwise counts less
+# (embedding lookups are free, elementwise ops cheaper); it could count more only through the MLM head at
+# a --mask-prob far above the paper's 15.6% of positions, by at most 1.5 x 1 / 0.15625 = 9.6 even if the
+# head were all of the step. 10 bounds that, so a refusal on this bound is never one the exact count would
+# lift.
+MEASURED_OVER_PAPER_MAX = 10.0
+
+
+def reference_flops(preset: Preset, convention: str) -> float:
+    """What '100%' means: the paper's full ELECTRA schedule for this preset, in this convention."""
+    rtd = preset.for_objective("rtd")
+    return rtd.steps["rtd"] * step_flops(rtd, "rtd", convention).flops_per_step
+
+
+def _is_share(budget: str | float) -> bool:
+    return isinstance(budget, str) and budget.strip().endswith("%")
+
+
+def resolve_budget(preset: Preset, budget: str | float, convention: str) -> float:
+    return parse_budget(budget, reference_flops(preset, convention) if _is_share(budget) else None)
+
+
+def budget_note(preset: Preset, budget: float, convention: str) -> str | None:
+    """A line for a budget beyond the paper's full schedule (allowed, but rarely what was meant)."""
+    share = budget / reference_flops(preset, convention)
+    if share <= 1.0:
+        return None
+    return (f"note: budget {budget:.3g} FLOPs is {100 * share:.0f}% of the paper's full schedule for preset "
+            f"{preset.name} ({convention} convention): more compute than the paper trained with")
+
+
+def check_schedule_bound(preset: Preset, objectives: tuple[str, ...], budget: str | float, convention: str,
+                         allow_long: bool = False) -> None:
+    """`check_schedule` without the measured count, so without torch: exact in the paper's convention and
+    for a share of the paper's budget ("25%" is a quarter in any convention); for an absolute budget in the
+    measured convention it refuses only what the paper's count, bounded by `MEASURED_OVER_PAPER_MAX`, shows
+    the exact check would refuse too. Whatever it lets through, `check_schedule` decides."""
+    if convention == "paper":
+        check_schedule(preset, objectives, budget, convention, allow_long)
+        return
+    if _is_share(budget):
+        share = parse_budget(budget, 1.0)
+        check_share(share, share, preset.name, convention, allow_long, in_flops=False)
+        return
+    b = parse_budget(budget)
+    check_share(b, b / (MEASURED_OVER_PAPER_MAX * reference_flops(preset, "paper")), preset.name, convention,
+                allow_long, at_least=True)
+    for objective in objectives:
+        p = preset.for_objective(objective)
+        fewest = b // (MEASURED_OVER_PAPER_MAX * step_flops(p, objective, "paper").flops_per_step)
+        if fewest * p.batch_size > MAX_SEQUENCES:
+            check_length(objective, int(fewest), p.batch_size)
+
+
+def check_schedule(preset: Preset, objectives: tuple[str, ...], budget: str | float, convention: str,
+                   allow_long: bool = False) -> float:
+    """The budget in FLOPs, once its schedule is known not to be absurdly long (budget.py's limits):
+    checked on the preset alone, before data or any directory exists. The preset's vocabulary stands in
+    for the data's (as in --dry-run); `plan` checks the length again with the data's. A budget below one
+    step is left to `plan`: a smaller vocabulary from the data makes steps cheaper."""
+    b = resolve_budget(preset, budget, convention)
+    check_share(b, b / reference_flops(preset, convention), preset.name, convention, allow_long)
+    for objective in objectives:
+        p = preset.for_objective(objective)
+        check_length(objective, int(b // step_flops(p, objective, convention).flops_per_step), p.batch_size)
+    return b
+
+
+def plan(preset: Preset, objective: str, budget: float, convention: str) -> Plan:
+    preset = preset.for_objective(objective)
+    sf = step_flops(preset, objective, convention)
+    return make_plan(
+        objective, convention, budget, sf.flops_per_step, preset.checkpoint_fractions,
+        describe_step=f" at batch {preset.batch_size} x length {preset.seq_len}", batch_size=preset.batch_size,
+    )

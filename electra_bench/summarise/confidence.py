@@ -1,0 +1,435 @@
+"""A protocol's statistics: the Multi-Bootstrap (summarise/bootstrap.py) over a run's stored scores and
+per-example predictions, turned into what the verdict, the crossover, the headline, the tables and the
+plots state. The method, in a page a user can follow, is in docs/results.md ("Statistics").
+
+Per arm (the untrained encoder, every checkpoint of every objective): the suite score with a 95% CI. Per
+budget fraction where both objectives have a checkpoint: RTD - MLM with a 95% CI, a one-sided p-value
+(share of replicates <= 0) and rliable's probability of improvement P(RTD > MLM) (per task over pairs of
+pre-training seeds, then averaged over tasks); the same per task, and the suite mean leaving each task out,
+so that a difference carried by one task shows; and the design's plan (bootstrap.plan). Per checkpoint:
+each objective against the untrained encoder of the same pre-training seeds.
+
+Without stored predictions (runs made before they were stored, and external rows) the same resampling runs
+over pre-training seeds only, the dev sets taken as exact: `method` says "seeds-only" and `note` says what
+that leaves out. With one pre-training seed: over dev examples only (with predictions), or over evaluation
+seeds only (without: "eval-seeds-only", the old band's unit); with one of each and no predictions nothing is
+resampled ("none": no intervals). Each fallback's `note` says what its intervals leave out.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from . import bootstrap
+from ..store.predictions import PredictionStore
+from ..units import fmt_flops
+
+N_BOOT = 1000
+BOOT_SEED = 0
+LEVEL = 0.95
+TRAINED = ("mlm", "rtd")
+LABELS = {"mlm": "MLM", "rtd": "RTD", "init": "untrained"}
+METHODS = ("multi-bootstrap", "seeds-only", "eval-seeds-only", "none")
+SEEDS_ONLY_NOTE = ("no per-example predictions stored (a run made before they were): resampled over "
+                   "pre-training seeds only, the dev sets taken as exact, so the intervals leave out "
+                   "example noise and are too narrow")
+
+
+def arm_key(objective: str, fraction: float) -> str:
+    return f"{objective}@{float(fraction):.4f}"
+
+
+def _split_for(metric: str, splits: list[str]) -> tuple[str, str]:
+    """(base metric, evaluation split) of a stored metric name: MNLI's 'accuracy_matched' is 'accuracy' on
+    the split ending in 'matched'; a one-split task's metric is that split's."""
+    for split in splits:
+        suffix = split.split("_", 1)[-1]
+        if len(splits) > 1 and metric.endswith("_" + suffix):
+            return metric[: -len(suffix) - 1], split
+    return metric, splits[0]
+
+
+def metric_weights(scorer, task_metrics: Mapping[str, list[str]]) -> dict[str, dict[str, float]]:
+    """d(aggregate) / d(metric) for every (task, metric): the aggregate (the suite mean or a GLUE
+    convention) is a fixed linear combination of task metrics; read off by unit steps."""
+    zero = {t: {m: 0.0 for m in ms} for t, ms in task_metrics.items()}
+    base = scorer(zero, partial=True).value
+    out: dict[str, dict[str, float]] = {}
+    for t, ms in task_metrics.items():
+        for m in ms:
+            bumped = {k: dict(v) for k, v in zero.items()}
+            bumped[t][m] = 1.0
+            w = scorer(bumped, partial=True).value - base
+            if abs(w) > 1e-12:
+                out.setdefault(t, {})[m] = w
+    return out
+
+
+def _inputs(run, rows: pd.DataFrame, weights: dict, arms: list[tuple[str, float]], seeds: dict
+            ) -> tuple[list[bootstrap.TaskData], str, str | None]:
+    """TaskData per task from the stored predictions (checked against the score rows), or from the score
+    values alone when predictions are missing or do not reproduce the rows."""
+    store = PredictionStore(run.path)
+    eval_seeds = sorted(int(s) for s in rows["seed"].unique())
+    note = None
+    if store.has_any():
+        try:
+            return _from_predictions(store, rows, weights, arms, seeds, eval_seeds), "multi-bootstrap", None
+        except _Mismatch as e:
+            note = f"stored predictions not used ({e}): resampled over pre-training seeds only"
+    return _from_scores(rows, weights, arms, seeds, eval_seeds), "seeds-only", note or SEEDS_ONLY_NOTE
+
+
+class _Mismatch(Exception):
+    pass
+
+
+def _from_predictions(store, rows, weights, arms, seeds, eval_seeds) -> list[bootstrap.TaskData]:
+    out = []
+    for task, metrics in weights.items():
+        try:
+            labels = store.labels(task)
+        except Exception as e:  # a missing or unreadable file: fall back, saying why
+            raise _Mismatch(f"{task}: {e}") from None
+        splits = labels["splits"]
+        bases = {m: _split_for(m, splits) for m in metrics}
+        split_set = sorted({s for _, s in bases.values()})
+        if len(split_set) != 1:  # a task number mixing splits (MNLI m/mm averaged): one array per split
+            raise _Mismatch(f"{task}: metrics over several splits ({', '.join(split_set)})")
+        split = split_set[0]
+        y = labels["labels"][split]
+        preds: dict = {}
+        for objective, fraction in arms:
+            a = arm_key(objective, fraction)
+            preds[a] = {}
+            for s in seeds[a]:
+                p = store.read(objective, s, fraction, task)
+                if p is None or p["dev_sha256"] != labels["dev_sha256"]:
+                    raise _Mismatch(f"{task}: no predictions for {a} seed {s}" if p is None
+                                    else f"{task}: predictions of {a} seed {s} are of another dev set")
+                missing = [e for e in eval_seeds if e not in p["seeds"]]
+                if missing:
+                    raise _Mismatch(f"{task}: {a} seed {s} lacks evaluation seeds {missing}")
+                arr = p["preds"][split][[p["seeds"].index(e) for e in eval_seeds]]
+                _check_rows(rows, objective, fraction, s, task, eval_seeds, bases, arr, y)
+                preds[a][s] = arr
+        base_metrics = {}
+        for m, w in metrics.items():
+            base = bases[m][0]
+            base_metrics[base] = base_metrics.get(base, 0.0) + w
+        out.append(bootstrap.TaskData(task, y, preds, base_metrics))
+    return out
+
+
+def _check_rows(rows, objective, fraction, pseed, task, eval_seeds, bases, arr, y) -> None:
+    """The predictions must give the stored scores (a row recomputed from its predictions, to 1e-6)."""
+    sel = rows[(rows["objective"] == objective) & (rows["pretrain_seed"] == pseed) & (rows["task"] == task)
+               & ((rows["fraction"] - fraction).abs() < 1e-9)]
+    for metric, (base, _) in bases.items():
+        values = bootstrap.metric_values(base, arr, y, np.ones((1, len(y))))[:, 0]
+        for e, v in zip(eval_seeds, values):
+            stored = sel[(sel["seed"] == e) & (sel["metric"] == metric)]["value"]
+            if len(stored) and abs(float(stored.iloc[-1]) - v) > 1e-6:
+                raise _Mismatch(f"{task} {metric} of {objective}@{fraction:g} seed {pseed}/{e}: stored "
+                                f"{float(stored.iloc[-1]):.6f}, recomputed {v:.6f}")
+
+
+def _from_scores(rows, weights, arms, seeds, eval_seeds) -> list[bootstrap.TaskData]:
+    """Each run's stored metric values (bootstrap.TaskData.from_values): the resampling then only moves
+    pre-training seeds, the examples are fixed."""
+    out = []
+    for task, metrics in weights.items():
+        preds: dict = {}
+        for objective, fraction in arms:
+            a = arm_key(objective, fraction)
+            preds[a] = {}
+            sel = rows[(rows["objective"] == objective) & (rows["task"] == task)
+                       & ((rows["fraction"] - fraction).abs() < 1e-9)]
+            for s in seeds[a]:
+                ps = sel[sel["pretrain_seed"] == s]
+                cols = []
+                for m in metrics:
+                    vals = [ps[(ps["seed"] == e) & (ps["metric"] == m)]["value"] for e in eval_seeds]
+                    cols.append([float(v.iloc[-1]) if len(v) else math.nan for v in vals])
+                preds[a][s] = np.array(cols, dtype=np.float64).T  # (E, metrics)
+        out.append(bootstrap.TaskData.from_values(task, preds, dict(metrics)))
+    return out
+
+
+def _eval_seeds_as_units(tasks: list[bootstrap.TaskData]) -> list[bootstrap.TaskData]:
+    """One pre-training seed's evaluation seeds as the resampled units (the old band's unit)."""
+    out = []
+    for t in tasks:
+        preds = {a: {e: by_seed[s][e:e + 1] for s in by_seed for e in range(len(by_seed[s]))}
+                 for a, by_seed in t.preds.items()}
+        out.append(bootstrap.TaskData(t.name, t.labels, preds, t.metrics))
+    return out
+
+
+# ---- statements ---------------------------------------------------------------------------------------
+
+
+def _combo(reps: bootstrap.Replicates, task: str | None, coef: dict[str, float], tasks_w: dict | None = None):
+    """(estimate, examples part, seed part) of sum_a coef[a] x score(a) on `task` (None: the suite; with
+    `tasks_w` the suite re-weighted, e.g. leaving a task out)."""
+    def part(store):
+        if tasks_w is None:
+            return sum(c * store[task][a] for a, c in coef.items())
+        return sum(w * sum(c * store[t][a] for a, c in coef.items()) for t, w in tasks_w.items())
+    return part(reps.estimate), part(reps.examples), part(reps.seed_dev)
+
+
+def _statement(reps, task, coef, tasks_w=None, *, small_sample=True) -> dict:
+    est, ex, dev = _combo(reps, task, coef, tasks_w)
+    t = bootstrap.t_interval(np.asarray(ex, float), np.asarray(dev, float), float(est),
+                             bootstrap.seed_df(reps, list(coef)), LEVEL, small_sample)
+    return {"estimate": float(est), "ci": t["ci"], "p_value": t["p_value"], "se": t["se"]}
+
+
+def _public(d: dict) -> dict:
+    return {k: v for k, v in d.items() if not k.startswith("_")}
+
+
+def _difference(reps, a: str, b: str, tasks: list[str], n: int) -> dict:
+    coef = {a: 1.0, b: -1.0}
+    out = _statement(reps, None, coef)
+    out["resolved"] = out["ci"][0] > 0 or out["ci"][1] < 0
+    out["per_task"] = {}
+    for t in tasks:
+        s = _statement(reps, t, coef)
+        s["resolved"] = s["ci"][0] > 0 or s["ci"][1] < 0
+        x = [reps.per_seed[t][a][k] for k in reps.seeds[a]]
+        y = [reps.per_seed[t][b][k] for k in reps.seeds[b]]
+        s["prob_improvement"] = bootstrap.probability_of_improvement(x, y)
+        out["per_task"][t] = _public(s)
+    pis = [v["prob_improvement"] for v in out["per_task"].values() if v["prob_improvement"] is not None]
+    out["prob_improvement"] = float(np.mean(pis)) if pis else None
+    out["leave_one_out"] = {}
+    if len(tasks) > 2:
+        w = {t: reps.weights.get(t, 0.0) for t in tasks}
+        for t in tasks:
+            rest = {k: v for k, v in w.items() if k != t}
+            total = sum(rest.values())
+            if total > 0:
+                s = _statement(reps, None, coef, {k: v / total for k, v in rest.items()})
+                s["resolved"] = s["ci"][0] > 0 or s["ci"][1] < 0
+                out["leave_one_out"][t] = _public(s)
+    so = sum(c * reps.seeds_only[None][x] for x, c in coef.items())
+    ex = sum(c * reps.examples[None][x] for x, c in coef.items())
+    out["plan"] = bootstrap.plan(out["estimate"], so, ex, n)
+    return out
+
+
+def compute(run, rows: pd.DataFrame, scorer, points: list[dict], *, n_boot: int = N_BOOT,
+            seed: int = BOOT_SEED) -> dict:
+    """The protocol's statistics block (module docstring). `rows`: its score rows (one protocol, one FLOP
+    convention); `points`: the summary's points (for FLOPs)."""
+    t0 = time.perf_counter()
+    tasks = sorted(rows["task"].unique())
+    task_metrics = {t: sorted(rows.loc[rows["task"] == t, "metric"].unique()) for t in tasks}
+    weights = metric_weights(scorer, task_metrics)
+    arms = sorted({(o, float(f)) for o, f in zip(rows["objective"], rows["fraction"])},
+                  key=lambda x: ({"init": 0, "mlm": 1, "rtd": 2}.get(x[0], 3), x[1]))
+    seeds = {arm_key(o, f): sorted(int(s) for s in rows.loc[(rows["objective"] == o)
+                                                             & ((rows["fraction"] - f).abs() < 1e-9),
+                                                             "pretrain_seed"].unique()) for o, f in arms}
+    complete = _complete_seeds(rows, arms, seeds, weights)
+    seeds = {a: complete[a] for a in seeds}
+    arms = [(o, f) for o, f in arms if seeds[arm_key(o, f)]]
+    flops = {arm_key(p["objective"], p["fraction"]): p["train_flops"] for p in points}
+    n_eval = int(rows["seed"].nunique())
+    base = {"level": LEVEL, "n_boot": n_boot, "seed": seed, "small_sample_correction": True,
+            "n_eval_seeds": n_eval, "weights": weights}
+    if not arms or not weights:
+        return {**base, "method": "none", "note": "nothing to resample", "points": [], "differences": [],
+                "vs_untrained": [], "cost_s": 0.0}
+    task_data, method, note = _inputs(run, rows, weights, arms, seeds)
+    n_seeds = max(len(s) for s in seeds.values())
+    if method == "seeds-only" and n_seeds < 2:
+        if n_eval < 2:
+            return {**base, "method": "none", "note": "one pre-training seed, one evaluation seed and no stored "
+                    "predictions: nothing to resample, no intervals", "points": [], "differences": [],
+                    "vs_untrained": [], "cost_s": time.perf_counter() - t0}
+        task_data = _eval_seeds_as_units(task_data)
+        method = "eval-seeds-only"
+        note = ("one pre-training seed and no stored predictions: resampled over evaluation seeds only, so the "
+                "intervals leave out pre-training-seed and example noise and are too narrow")
+    elif method == "multi-bootstrap" and n_seeds < 2:
+        note = ("one pre-training seed: resampled over dev examples only, so the intervals leave out "
+                "pre-training-seed noise (more seeds: --pretrain-seeds)")
+    reps = bootstrap.multibootstrap(task_data, n_boot, seed)
+    out = {**base, "method": method, "note": note, "paired": reps.paired,
+           "unit": "evaluation seeds" if method == "eval-seeds-only" else "pre-training seeds",
+           "n_pretrain_seeds": {a: len(s) for a, s in reps.seeds.items()},
+           "examples": {t.name: int(len(t.labels)) for t in task_data if t.labels is not None} or None,
+           "points": [], "differences": [], "vs_untrained": []}
+    for o, f in arms:
+        a = arm_key(o, f)
+        s = _public(_statement(reps, None, {a: 1.0}))
+        out["points"].append({"objective": o, "fraction": f, "train_flops": flops.get(a), "arm": a, **s})
+    fractions = sorted({f for o, f in arms if o == "mlm"} & {f for o, f in arms if o == "rtd"})
+    for f in fractions:
+        a, b = arm_key("rtd", f), arm_key("mlm", f)
+        d = _difference(reps, a, b, tasks, min(len(reps.seeds[a]), len(reps.seeds[b])))
+        ff = [flops.get(a), flops.get(b)]
+        out["differences"].append({"a": "rtd", "b": "mlm", "fraction": f,
+                                   "train_flops": math.sqrt(ff[0] * ff[1]) if all(ff) else (ff[0] or ff[1]),
+                                   **d})
+    init = next((arm_key(o, f) for o, f in arms if o == "init"), None)
+    if init is not None:
+        for o, f in arms:
+            if o in TRAINED:
+                a = arm_key(o, f)
+                s = _public(_statement(reps, None, {a: 1.0, init: -1.0}))
+                s["resolved"] = s["ci"][0] > 0 or s["ci"][1] < 0
+                out["vs_untrained"].append({"objective": o, "fraction": f, "train_flops": flops.get(a), **s})
+    out["headline"] = _headline_ci(reps, arms, flops)
+    out["cost_s"] = time.perf_counter() - t0
+    return out
+
+
+def _complete_seeds(rows, arms, seeds, weights) -> dict[str, list[int]]:
+    """Per arm, the pre-training seeds with every (task, metric) of the suite scored: a seed still being
+    scored is left out until it is complete."""
+    out = {}
+    for o, f in arms:
+        a = arm_key(o, f)
+        sel = rows[(rows["objective"] == o) & ((rows["fraction"] - f).abs() < 1e-9)]
+        ok = []
+        for s in seeds[a]:
+            ps = sel[sel["pretrain_seed"] == s]
+            have = set(zip(ps["task"], ps["metric"]))
+            if all((t, m) in have for t, ms in weights.items() for m in ms):
+                ok.append(s)
+        out[a] = ok
+    return out
+
+
+def _headline_ci(reps, arms, flops) -> dict:
+    """The headline's share ('RTD reaches MLM's final score with X% of its compute') in every replicate:
+    its 95% interval, and in how many replicates it is reached at all (percentile of the shares, a replicate
+    that does not reach counting as more than any share)."""
+    out = {}
+    for who, ref in (("rtd", "mlm"), ("mlm", "rtd")):
+        own = [arm_key(o, f) for o, f in arms if o in ("init", who)]
+        ref_final = max((f for o, f in arms if o == ref), default=None)
+        if ref_final is None or not any(a.startswith(who) for a in own):
+            continue
+        rf = arm_key(ref, ref_final)
+        ref_flops = flops.get(rf)
+        df = bootstrap.seed_df(reps, own + [rf])
+        sample = {a: bootstrap.corrected(reps.examples[None][a], reps.seed_dev[None][a], reps.estimate[None][a], df)
+                  for a in own + [rf]}
+        xs = [0.0 if a.startswith("init") else flops.get(a) for a in own]
+        if ref_flops is None or any(x is None for x in xs):
+            continue
+        shares = np.full(reps.n_boot, np.inf)
+        for b in range(reps.n_boot):
+            target = sample[rf][b]
+            prev = None
+            for x, a in zip(xs, own):
+                y = sample[a][b]
+                if y >= target:
+                    if prev is None:
+                        shares[b] = x / ref_flops
+                    else:
+                        (xa, ya) = prev
+                        t = (target - ya) / (y - ya) if y != ya else 1.0
+                        f = xa + t * (x - xa) if xa <= 0 else math.exp(math.log(xa) + t * (math.log(x) - math.log(xa)))
+                        shares[b] = f / ref_flops
+                    break
+                prev = (x, y)
+        reached = float(np.mean(np.isfinite(shares)))
+        ordered = np.sort(shares)  # the percentiles by rank: a replicate that does not reach sorts last
+        lo, hi = (ordered[min(len(ordered) - 1, int(math.floor(q * (len(ordered) - 1))))]
+                  for q in ((1 - LEVEL) / 2, 1 - (1 - LEVEL) / 2))
+        out[f"{who}_reaches_{ref}"] = {
+            "percent_ci": [100 * float(lo) if np.isfinite(lo) else None, 100 * float(hi) if np.isfinite(hi) else None],
+            "reached_share": reached}
+    return out
+
+
+# ---- sentences ----------------------------------------------------------------------------------------
+
+
+def fmt_ci(ci: list[float], digits: int = 1) -> str:
+    return f"[{ci[0]:+.{digits}f}, {ci[1]:+.{digits}f}]"
+
+
+def fmt_p(p: float) -> str:
+    return f"{p:.3f}" if p >= 0.001 else f"< 0.001"
+
+
+def difference_text(d: Mapping[str, Any], what: str = "RTD - MLM") -> str:
+    text = f"{what} = {d['estimate']:+.1f}, 95% CI {fmt_ci(d['ci'])}, p = {fmt_p(d['p_value'])}"
+    if d.get("prob_improvement") is not None:
+        text += f", P(RTD > MLM) = {d['prob_improvement']:.2f}"
+    return text
+
+
+def plan_text(d: Mapping[str, Any], unit: str = "pre-training seeds") -> str:
+    """What the design can detect and the seeds that would resolve the measured difference."""
+    p = d["plan"]
+    if p.get("detectable_difference") is None:
+        return f"one of the {unit}: their noise is unknown, so no plan"
+    text = (f"this design ({p['n_pretrain_seeds']} {unit}) detects differences of "
+            f"{p['detectable_difference']:.1f} or more (80% power)")
+    if d["resolved"]:
+        return text
+    if p["resolvable"]:
+        return text + f"; about {p['seeds_needed']} {unit} would resolve {d['estimate']:+.1f}"
+    return (text + f"; no number of {unit} resolves {d['estimate']:+.1f} on these dev sets "
+            f"(their example noise alone is too wide: more or larger tasks would)")
+
+
+def crossover_from_ci(stats: Mapping[str, Any], convention: str) -> dict:
+    """Where RTD's lead over MLM (and each objective's over the untrained encoder) is resolved at every
+    checkpoint from there on: the first such checkpoint and the one before it (the crossover lies
+    between), from the 95% CIs of the differences."""
+    out = {"rule": "ahead where the 95% CI of the difference excludes 0 (Multi-Bootstrap, docs/results.md); "
+                   "crossover: the first checkpoint from which that holds at every later one",
+           "method": stats.get("method")}
+    series = {"rtd_over_mlm": [(d["fraction"], d["train_flops"], d["ci"][0]) for d in stats.get("differences", [])]}
+    for o in TRAINED:
+        series[f"{o}_over_untrained"] = [(d["fraction"], d["train_flops"], d["ci"][0])
+                                         for d in stats.get("vs_untrained", []) if d["objective"] == o]
+    for key, pts in series.items():
+        pts = sorted(pts)
+        who, ref = key.split("_over_")
+        ref = "init" if ref == "untrained" else ref
+        entry: dict[str, Any] = {"objective": who, "reference": ref, "status": "incomplete", "from_fraction": None,
+                                 "from_flops": None, "after_flops": None}
+        if pts:
+            ahead = [lo > 0 for _, _, lo in pts]
+            k = len(ahead)
+            while k > 0 and ahead[k - 1]:
+                k -= 1
+            if k == len(ahead):
+                entry["status"] = "crossed_back" if any(ahead) else "never"
+            else:
+                entry.update(status="crossed", from_fraction=pts[k][0], from_flops=pts[k][1],
+                             after_flops=pts[k - 1][1] if k > 0 else None)
+        entry["text"] = _crossover_text(entry, pts, convention)
+        out[key] = entry
+    return out
+
+
+def _crossover_text(c: Mapping[str, Any], pts, convention: str) -> str:
+    who = LABELS[c["objective"]]
+    ref = "MLM" if c["reference"] == "mlm" else "the untrained encoder"
+    last = fmt_flops(pts[-1][1]) if pts else "?"
+    if c["status"] == "incomplete":
+        return f"Crossover: {who} over {ref}: no checkpoints to compare"
+    if c["status"] == "crossed":
+        where = (f"between {fmt_flops(c['after_flops'])} and {fmt_flops(c['from_flops'])} FLOPs"
+                 if c["after_flops"] is not None else f"by the first checkpoint ({fmt_flops(c['from_flops'])} FLOPs)")
+        return (f"Crossover: {who} is ahead of {ref} (95% CI above 0) {where} ({convention} convention) and "
+                f"stays ahead (up to {last} FLOPs)")
+    if c["status"] == "crossed_back":
+        return f"Crossover: {who} is ahead of {ref} at some checkpoints but not at the last ({last} FLOPs)"
+    return f"Crossover: {who} is not resolved ahead of {ref} at any checkpoint (up to {last} FLOPs)"

@@ -1,0 +1,107 @@
+"""A run's statistics from its stored per-example predictions (store/predictions.py, confidence.py):
+the Multi-Bootstrap when predictions reproduce the score rows, the seeds-only fallback (said) when they do
+not or are missing, the prediction store's round trip, and the verdict, crossover and plan they feed."""
+
+import numpy as np
+import pytest
+
+from electra_bench.errors import BenchError
+from electra_bench.score.metrics import compute
+from electra_bench.store import runs as results
+from electra_bench.summarise import summary
+from electra_bench.store.predictions import PredictionStore, TaskPredictions
+
+TASKS = {"sst2": "accuracy", "cola": "mcc"}
+
+
+def make_run(tmp_path, *, rtd_skill=0.80, mlm_skill=0.70, seeds=(0, 1, 2, 3), n=400, run_id="r"):
+    """Three encoders (init, mlm, rtd at fractions 0.5 and 1) whose predictions are right with a skill that
+    grows with the fraction and varies by pre-training seed; rows are computed from the stored predictions,
+    as compare stores them (RunDir.store_scored)."""
+    rng = np.random.default_rng(0)
+    run = results.open_run(tmp_path, run_id, {"preset": "tiny"})
+    labels = {t: rng.integers(0, 2, n) for t in TASKS}
+    arms = [("init", 0.0, 0.5), ("mlm", 0.5, mlm_skill - 0.05), ("mlm", 1.0, mlm_skill),
+            ("rtd", 0.5, rtd_skill - 0.05), ("rtd", 1.0, rtd_skill)]
+    for obj, frac, skill in arms:
+        for s in seeds:
+            result = {"rows": [], "predictions": []}
+            for task, metric in TASKS.items():
+                y = labels[task]
+                seed_skill = skill + 0.01 * (s - 1.5)
+                preds = np.stack([np.where(rng.random(n) < seed_skill, y, 1 - y) for _ in range(2)])
+                records = {e: {"dev": (preds[e], y, np.arange(n), "sha-" + task)} for e in range(2)}
+                from electra_bench.store import predictions
+
+                result["predictions"].append((obj, s, frac, predictions.collect(task, records)))
+                for e in range(2):
+                    result["rows"].append(dict(objective=obj, fraction=frac, step=int(frac * 100),
+                                               train_flops=frac * 1e13, convention="measured", task=task, seed=e,
+                                               metric=metric, value=compute([metric], preds[e], y)[metric],
+                                               protocol="probe", pretrain_seed=s))
+            run.store_scored(result)
+    return run
+
+
+def test_predictions_reproduce_rows_and_feed_the_multibootstrap(tmp_path):
+    run = make_run(tmp_path)
+    s = summary.build_summary(run)
+    st = s["protocols"]["probe"]["statistics"]
+    assert st["method"] == "multi-bootstrap" and st["note"] is None and st["paired"]
+    assert st["examples"] == {"cola": 400, "sst2": 400}
+    final = next(d for d in st["differences"] if d["fraction"] == 1.0)
+    assert final["resolved"] and final["ci"][0] > 0 and final["p_value"] < 0.025
+    assert set(final["per_task"]) == set(TASKS) and final["leave_one_out"] == {}  # two tasks: none left out
+    assert 0.5 < final["prob_improvement"] <= 1.0
+    v = s["verdict"]
+    assert v["kind"] == "ranked" and v["better"] == "rtd" and v["difference"] == final["estimate"]
+    assert s["crossover"]["rtd_over_mlm"]["status"] == "crossed"
+    assert summary.invariant_violations(s) == []
+    # the estimate is the mean over evaluation seeds, then pre-training seeds, of the suite mean
+    rows = run.scores()
+    want = rows[(rows.objective == "rtd") & (rows.fraction == 1.0)].groupby("task")["value"].mean().mean()
+    assert final["estimate"] + next(p["estimate"] for p in st["points"] if p["arm"] == "mlm@1.0000") == \
+        pytest.approx(want)
+
+
+def test_a_close_call_is_not_resolved_and_gets_a_plan(tmp_path):
+    s = summary.build_summary(make_run(tmp_path, rtd_skill=0.71, seeds=(0, 1)))
+    v = s["verdict"]
+    assert v["kind"] == "not_resolved" and v["verdict"] == "not resolved with 2 pre-training seeds"
+    assert v["plan"]["detectable_difference"] > abs(v["difference"])
+    lines = summary.headline_lines(s)
+    assert any(line.startswith("Plan: this design (2 pre-training seeds) detects differences of") for line in lines)
+
+
+def test_predictions_that_do_not_reproduce_the_rows_fall_back_to_seeds_and_say_so(tmp_path):
+    run = make_run(tmp_path)
+    df = run.scores()
+    df.loc[(df.objective == "rtd") & (df.task == "sst2") & (df.seed == 0), "value"] += 1.0
+    run.layout.scores.unlink()
+    run.append_scores(df.to_dict("records"))
+    st = summary.build_summary(run)["protocols"]["probe"]["statistics"]
+    assert st["method"] == "seeds-only" and "stored predictions not used" in st["note"]
+    assert "recomputed" in st["note"]
+
+
+def test_without_predictions_statistics_are_over_seeds_only(tmp_path):
+    run = make_run(tmp_path)
+    import shutil
+
+    shutil.rmtree(run.path / "predictions")
+    s = summary.build_summary(run)
+    st = s["protocols"]["probe"]["statistics"]
+    assert st["method"] == "seeds-only" and "too narrow" in st["note"]
+    assert any(line.startswith("Statistics: seeds-only") for line in summary.headline_lines(s))
+
+
+def test_a_second_dev_set_under_the_same_task_is_refused(tmp_path):
+    store = PredictionStore(tmp_path)
+    p = TaskPredictions("sst2", [0], {"dev": np.zeros((1, 3), np.int16)}, {"dev": np.zeros(3, np.int16)},
+                        {"dev": np.arange(3)}, "a" * 64)
+    store.write("mlm", 0, 1.0, p)
+    assert store.read("mlm", 0, 1.0, "sst2")["seeds"] == [0]
+    assert store.read("rtd", 0, 1.0, "sst2") is None
+    p.dev_sha256 = "b" * 64
+    with pytest.raises(BenchError, match="dev set of sst2 differs"):
+        store.write("rtd", 0, 1.0, p)
