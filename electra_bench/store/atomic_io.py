@@ -98,8 +98,9 @@ def repair_torn_tail(path: str | Path) -> int:
     return size - keep
 
 
-def jsonl_rows(path: str | Path, what: str = "JSON line", on_torn=None) -> list[tuple[int, object]]:
-    """(line number, parsed value) for every non-empty line of a JSONL file. A torn last line (no newline
+def jsonl_rows(path: str | Path, what: str = "JSON line", on_torn=None) -> Iterator[tuple[int, object]]:
+    """(line number, parsed value) for every non-empty line of a JSONL file, in file order, so that a
+    caller validating each row reports the first bad line of either kind. A torn last line (no newline
     after it: an append cut short by a crash) is skipped, after `on_torn(line number)` when given; any
     other malformed line is a BenchError naming file:line and `what`; unreadable text is one too."""
     from ..errors import at
@@ -110,19 +111,18 @@ def jsonl_rows(path: str | Path, what: str = "JSON line", on_torn=None) -> list[
     except (OSError, UnicodeDecodeError) as e:
         raise BenchError(f"{at(path)}: cannot read {what}s ({e})") from None
     lines = text.split("\n")
-    rows = []
     for i, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            rows.append((i, json.loads(line)))
+            row = json.loads(line)
         except json.JSONDecodeError:
             if i == len(lines) and not text.endswith("\n"):
                 if on_torn is not None:
                     on_torn(i)
                 continue
             raise BenchError(f"{at(path, i)}: malformed {what}") from None
-    return rows
+        yield i, row
 
 
 def read_jsonl(path: str | Path) -> list[dict]:

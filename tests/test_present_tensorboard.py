@@ -13,9 +13,7 @@ from click.testing import CliRunner
 pytest.importorskip("tensorboard")
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402
 
-from electra_bench.store import atomic_io
-
-from electra_bench import event_files  # noqa: E402
+from electra_bench.store import atomic_io, event_files  # noqa: E402
 from electra_bench.cli import main  # noqa: E402
 from electra_bench.data.task_sources import load_tasks  # noqa: E402
 from electra_bench.experiments.compare import work_done, write_outputs  # noqa: E402
