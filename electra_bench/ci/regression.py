@@ -228,14 +228,7 @@ def write_baseline(run: RunDir | Mapping[str, Any], path: str | Path, **kwargs) 
 
 def load_baseline(path: str | Path) -> dict:
     path = Path(path)
-    if not path.is_file():
-        raise BenchError(f"{at(path)}: baseline file not found")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise BenchError(f"{at(path, e.lineno)}: baseline is not valid JSON ({e.msg})") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise BenchError(f"{at(path)}: cannot read baseline ({e})") from None
+    data = atomic_io.read_json(path, "baseline", missing="file not found")
     if not isinstance(data, dict) or data.get("kind") != KIND:
         raise BenchError(f"{at(path)}: not an electra-bench baseline (make one with make_baseline)")
     if data.get("schema_version") != SCHEMA_VERSION:

@@ -274,17 +274,7 @@ class Tokenizer:
 
 def _read_json_if_present(path: Path) -> dict:
     """A JSON object file's content, {} when absent; malformed is a BenchError naming file:line."""
-    if not path.is_file():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise BenchError(f"{at(path, e.lineno)}: malformed JSON ({e.msg})") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise BenchError(f"{path}: unreadable ({e})") from None
-    if not isinstance(data, dict):
-        raise BenchError(f"{path}: expected a JSON object")
-    return data
+    return atomic_io.read_json(path, path.name, object_only=True) if path.is_file() else {}
 
 
 def _vocab_text(vocab: Sequence[str]) -> str:

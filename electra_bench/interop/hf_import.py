@@ -21,6 +21,7 @@ import torch
 from .. import presets
 from ..data.tokenizer import Tokenizer
 from ..errors import BenchError
+from ..store import atomic_io
 from ..model import Encoder, EncoderConfig
 from ..pretrain.checkpoint import read_tensors
 from . import hf_names
@@ -75,13 +76,7 @@ def read_config(folder: Path) -> dict:
     path = folder / "config.json"
     if not path.is_file():
         raise BenchError(f"{folder}: no config.json (expected a transformers model folder)")
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise BenchError(f"{path}:{e.lineno}: malformed JSON ({e.msg})") from None
-    if not isinstance(config, dict):
-        raise BenchError(f"{path}: expected a JSON object")
-    return config
+    return atomic_io.read_json(path, "config.json", object_only=True)
 
 
 def read_weights(folder: Path) -> dict[str, torch.Tensor]:

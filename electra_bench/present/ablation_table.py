@@ -28,7 +28,7 @@ from ..score import glue_score
 from ..store.layout import RunLayout
 from . import plots
 from .text_formats import FORMATS, latex_table, markdown_table
-from ..store.runs import read_json
+from ..store.atomic_io import read_json
 
 # Table 5's rows in its order, with the paper's GLUE dev score (base-size models, Clark et al. 2020)
 TABLE5 = (

@@ -13,7 +13,7 @@ from typing import Any, Mapping, Sequence
 
 from ..errors import BenchError, at
 from ..store.layout import RunLayout
-from ..store.runs import read_json
+from ..store.atomic_io import read_json
 from .text_formats import FORMATS, latex_table, markdown_table
 
 

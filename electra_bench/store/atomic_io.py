@@ -130,6 +130,25 @@ def read_jsonl(path: str | Path) -> list[dict]:
     return [row for _, row in jsonl_rows(path)]
 
 
+def read_json(path: str | Path, what: str, *, missing: str = "not found", object_only: bool = False) -> Any:
+    """A JSON file's content; a missing, unreadable or malformed file (or, with `object_only`, anything but a
+    JSON object) is one BenchError naming file:line and `what`."""
+    from ..errors import at
+
+    path = Path(path)
+    if not path.is_file():
+        raise BenchError(f"{at(path)}: {what} {missing}")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise BenchError(f"{at(path, e.lineno)}: {what} is not valid JSON ({e.msg})") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise BenchError(f"{at(path)}: cannot read {what} ({e})") from None
+    if object_only and not isinstance(data, dict):
+        raise BenchError(f"{at(path)}: {what} is not a JSON object")
+    return data
+
+
 def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:

@@ -149,17 +149,6 @@ def _diff_keys(a: Any, b: Any, prefix: str = "") -> list[str]:
 _MISSING = object()
 
 
-def read_json(path: Path, what: str) -> Any:
-    if not path.is_file():
-        raise BenchError(f"{at(path)}: {what} not found")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise BenchError(f"{at(path, e.lineno)}: {what} is not valid JSON ({e.msg})") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise BenchError(f"{at(path)}: cannot read {what} ({e})") from None
-
-
 def new_run_id(prefix: str = "run", root: str | Path | None = None) -> str:
     """A fresh run id: `<prefix>-<UTC yyyymmddThhmmssZ>-<6 hex>`.
 
@@ -225,7 +214,7 @@ class RunDir:
     # -- files ------------------------------------------------------------------------------------------
     @property
     def config(self) -> dict:
-        return read_json(self.layout.config, "run config")
+        return atomic_io.read_json(self.layout.config, "run config")
 
     def pretrain_seeds(self, objective: str) -> list[int]:
         """The pre-training seeds that have a log for `objective`."""
@@ -237,7 +226,7 @@ class RunDir:
 
     def provenance(self) -> dict | None:
         path = self.layout.provenance
-        return read_json(path, "provenance") if path.exists() else None
+        return atomic_io.read_json(path, "provenance") if path.exists() else None
 
     def write_provenance(self, provenance: Mapping[str, Any]) -> None:
         self._require_writable("write provenance")
@@ -248,7 +237,7 @@ class RunDir:
         path = self.layout.summary
         if not path.exists():
             return None
-        data = read_json(path, "summary")
+        data = atomic_io.read_json(path, "summary")
         if not isinstance(data, dict) or "schema_version" not in data:
             raise BenchError(f"{at(path)}: not a run summary (no schema_version)")
         return data
@@ -359,7 +348,7 @@ def open_run(root: str | Path, run_id: str, config: Mapping[str, Any], *, create
     try:
         config_path = run.layout.config
         if config_path.exists():
-            stored = read_json(config_path, "run config")
+            stored = atomic_io.read_json(config_path, "run config")
             if _adds_seeds(stored, wanted):  # the same run with more pre-training seeds: extend it
                 atomic_io.write_json(config_path, wanted)
             elif stored != wanted:
@@ -409,7 +398,7 @@ def load_run(path: str | Path) -> RunDir:
     if not path.is_dir():
         raise BenchError(f"{at(path)}: no such run directory")
     config_path = RunLayout(path).config
-    config = read_json(config_path, "run config")
+    config = atomic_io.read_json(config_path, "run config")
     if not isinstance(config, dict):
         raise BenchError(f"{at(config_path)}: run config must be a JSON object")
     return RunDir(path, writable=False)
