@@ -110,7 +110,6 @@ def figure_sweep(result: Mapping[str, Any]):
     discriminator's hidden size), BERT and the untrained encoder as horizontal lines; right, the
     compute-adjusted view: every run's score against pre-training FLOPs at its checkpoints."""
     from matplotlib import colormaps
-    from matplotlib.lines import Line2D
 
     from . import plots
 
@@ -119,41 +118,60 @@ def figure_sweep(result: Mapping[str, Any]):
                   key=lambda r: r["generator_fraction"])
     bert = next((r for r in rows if r["objective"] == "mlm" and r["score"] is not None), None)
     init = next((r for r in rows if r["objective"] == "init" and r["score"] is not None), None)
-    conv = result["flop_convention"]
     fig, axes = plots.new_figure(1, 2, size=(11.0, 5.6))
     left, right = axes[0]
     cmap = colormaps["viridis"]
     color = {r["point"]: cmap(0.85 * i / max(1, len(gens) - 1)) for i, r in enumerate(gens)}
+    _size_panel(left, result, gens, bert, init, color)
+    _flops_panel(right, result["flop_convention"], gens, bert, init, color)
+    lo = min(a.get_ylim()[0] for a in (left, right))
+    hi = max(a.get_ylim()[1] for a in (left, right))
+    for a in (left, right):
+        a.set_ylim(lo, hi)
+    left.set_ylabel(f"{result['aggregate']}\n(final checkpoint; band: {band_phrase(gens)})", fontsize=8.5)
+    _legend(fig, gens, bert, init, color)
+    fig.suptitle(plots.wrap(
+        f"Generator size, {result['preset']} preset (discriminator hidden {result['discriminator_hidden']}), "
+        f"{result['protocol']} protocol. Every run gets the same budget, {result['budget_flops']:.2g} FLOPs "
+        f"({result['flop_convention']} convention): a bigger generator costs more FLOPs per step, so it takes "
+        f"fewer steps.", 150),
+        fontsize=9.5, x=0.01, ha="left")
+    return fig
 
-    def hlines(ax):
-        if bert is not None:
-            ax.axhline(bert["score"], color=plots.COLORS["mlm"], linestyle="--", linewidth=1.3, zorder=2)
-        if init is not None:
-            ax.axhline(init["score"], color=plots.COLORS["init"], linestyle=":", linewidth=1.2, zorder=2)
 
-    # left: score vs generator size
+def _size_panel(ax, result, gens, bert, init, color) -> None:
+    """Score at the budget against generator size; BERT and the untrained encoder as horizontal lines."""
+    from . import plots
+
     xs = [r["generator_fraction"] for r in gens]
     if gens:
-        left.plot(xs, [r["score"] for r in gens], color=plots.COLORS["rtd"], marker="o", zorder=3)
+        ax.plot(xs, [r["score"] for r in gens], color=plots.COLORS["rtd"], marker="o", zorder=3)
         if all(r["min"] is not None for r in gens) and any(r["max"] > r["min"] for r in gens):
-            left.fill_between(xs, [r["min"] for r in gens], [r["max"] for r in gens], color=plots.COLORS["rtd"],
-                              alpha=plots.BAND_ALPHA, linewidth=0)
+            ax.fill_between(xs, [r["min"] for r in gens], [r["max"] for r in gens], color=plots.COLORS["rtd"],
+                            alpha=plots.BAND_ALPHA, linewidth=0)
         for r in gens:
-            left.plot([r["generator_fraction"]], [r["score"]], marker="o", color=color[r["point"]], zorder=4)
-    hlines(left)
+            ax.plot([r["generator_fraction"]], [r["score"]], marker="o", color=color[r["point"]], zorder=4)
+    if bert is not None:
+        ax.axhline(bert["score"], color=plots.COLORS["mlm"], linestyle="--", linewidth=1.3, zorder=2)
+    if init is not None:
+        ax.axhline(init["score"], color=plots.COLORS["init"], linestyle=":", linewidth=1.2, zorder=2)
     kept: list[float] = []
     for x in sorted(xs):  # labels at the sizes, where they do not crowd each other
         if not kept or x - kept[-1] >= 0.09 * max(1.0, max(xs)):
             kept.append(x)
     hidden = {r["generator_fraction"]: r["generator_hidden"] for r in gens}
-    left.set_xticks(kept, [f"{x:.3g}\n({hidden[x]})" for x in kept], fontsize=8)
-    left.set_xlim(0, max([1.0] + xs) * 1.05)
-    left.set_xlabel(f"generator hidden size / discriminator's ({result['discriminator_hidden']});\n"
-                    f"in brackets: the generator's hidden size", fontsize=9)
-    left.set_title("score at the budget vs generator size", fontsize=9.5, loc="left")
-    left.grid(True, alpha=0.3)
+    ax.set_xticks(kept, [f"{x:.3g}\n({hidden[x]})" for x in kept], fontsize=8)
+    ax.set_xlim(0, max([1.0] + xs) * 1.05)
+    ax.set_xlabel(f"generator hidden size / discriminator's ({result['discriminator_hidden']});\n"
+                  f"in brackets: the generator's hidden size", fontsize=9)
+    ax.set_title("score at the budget vs generator size", fontsize=9.5, loc="left")
+    ax.grid(True, alpha=0.3)
 
-    # right: the compute-adjusted view, score vs pre-training FLOPs
+
+def _flops_panel(ax, conv: str, gens, bert, init, color) -> None:
+    """The compute-adjusted view: every run's score against pre-training FLOPs at its checkpoints."""
+    from . import plots
+
     flops_at: list[float] = []
     for r in gens + ([bert] if bert is not None else []):
         pts = [c for c in r["curve"] if c["score"] is not None and c["train_flops"] > 0]
@@ -162,21 +180,22 @@ def figure_sweep(result: Mapping[str, Any]):
         x = [c["train_flops"] for c in pts]
         flops_at += x
         is_bert = r["objective"] == "mlm"
-        right.plot(x, [c["score"] for c in pts], marker="s" if is_bert else "o",
-                   linestyle="--" if is_bert else "-", color=plots.COLORS["mlm"] if is_bert else color[r["point"]],
-                   zorder=3)
+        ax.plot(x, [c["score"] for c in pts], marker="s" if is_bert else "o",
+                linestyle="--" if is_bert else "-", color=plots.COLORS["mlm"] if is_bert else color[r["point"]],
+                zorder=3)
     if init is not None:
-        right.axhline(init["score"], color=plots.COLORS["init"], linestyle=":", linewidth=1.2, zorder=2)
+        ax.axhline(init["score"], color=plots.COLORS["init"], linestyle=":", linewidth=1.2, zorder=2)
     if flops_at:
-        plots.log_flops_axis(right, flops_at)
-    right.set_xlabel(f"pre-training FLOPs ({conv} convention, log scale)", fontsize=9)
-    right.set_title("compute-adjusted: score vs pre-training FLOPs (checkpoints)", fontsize=9.5, loc="left")
-    right.grid(True, which="major", alpha=0.3)
-    lo = min(a.get_ylim()[0] for a in (left, right))
-    hi = max(a.get_ylim()[1] for a in (left, right))
-    for a in (left, right):
-        a.set_ylim(lo, hi)
-    left.set_ylabel(f"{result['aggregate']}\n(final checkpoint; band: {band_phrase(gens)})", fontsize=8.5)
+        plots.log_flops_axis(ax, flops_at)
+    ax.set_xlabel(f"pre-training FLOPs ({conv} convention, log scale)", fontsize=9)
+    ax.set_title("compute-adjusted: score vs pre-training FLOPs (checkpoints)", fontsize=9.5, loc="left")
+    ax.grid(True, which="major", alpha=0.3)
+
+
+def _legend(fig, gens, bert, init, color) -> None:
+    from matplotlib.lines import Line2D
+
+    from . import plots
 
     handles = [Line2D([], [], color=color[r["point"]], marker="o") for r in gens]
     labels = [f"ELECTRA, generator {r['generator_fraction']:.3g} (hidden {r['generator_hidden']}): "
@@ -188,12 +207,6 @@ def figure_sweep(result: Mapping[str, Any]):
         handles.append(Line2D([], [], color=plots.COLORS["init"], linestyle=":"))
         labels.append(f"untrained encoder: {init['score']:.1f}")
     fig.legend(handles, labels, loc="outside lower center", ncols=2, fontsize=8, frameon=False)
-    fig.suptitle(plots.wrap(
-        f"Generator size, {result['preset']} preset (discriminator hidden {result['discriminator_hidden']}), "
-        f"{result['protocol']} protocol. Every run gets the same budget, {result['budget_flops']:.2g} FLOPs "
-        f"({conv} convention): a bigger generator costs more FLOPs per step, so it takes fewer steps.", 150),
-        fontsize=9.5, x=0.01, ha="left")
-    return fig
 
 
 def band_phrase(rows) -> str:
