@@ -158,67 +158,17 @@ def _build(entry: Path, corpus: Corpus, corpus_sha: str, tokenizer: Tokenizer, p
     (entry / "meta.json").unlink(missing_ok=True)  # an old/incomplete entry is invalid from now on
     remove_stale_temps(entry)  # left by a builder that was killed (SIGKILL/power loss)
     dtype = token_dtype(tokenizer.vocab_size)
-    stats = {"n_tokens": 0, "n_sentences": 0, "n_documents": 0, "n_lines": 0, "dropped_empty_lines": 0,
-             "dropped_empty_documents": 0, "text_chars": 0, "unk_tokens": 0}
-    unk = tokenizer.special.unk
     total_bytes = corpus.total_bytes
     bar = _progress_bar(progress and total_bytes > 0, f"tokenizing {_short(corpus.spec)}", total_bytes)
     with contextlib.ExitStack() as stack:
         prog, task = stack.enter_context(bar)
         tmp = {name: stack.enter_context(atomic_io.atomic_path(entry / name)) for name in FILES}
-        fh = {name: stack.enter_context(open(tmp[name], "wb")) for name in FILES}
-        lines: list[str] = []
-        boundaries: list[int] = []  # document ends, as a number of lines into `lines`
-        size = 0
-        last_doc_end = 0  # in sentences
-        n_chunks = 0
-
-        def flush() -> None:
-            nonlocal lines, boundaries, size, last_doc_end, n_chunks
-            if lines:
-                ids = tokenizer.encode_batch(lines)
-                lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
-                n = int(lengths.sum())
-                flat = np.fromiter(itertools.chain.from_iterable(ids), dtype=dtype, count=n)
-                keep = lengths > 0
-                ends = stats["n_tokens"] + np.cumsum(lengths[keep])
-                fh["tokens.bin"].write(flat.tobytes())
-                fh["sentences.bin"].write(ends.astype(np.int64).tobytes())
-                kept_before = np.concatenate([[0], np.cumsum(keep)])  # kept sentences among the first i lines
-                doc_ends = [stats["n_sentences"] + int(kept_before[b]) for b in boundaries]
-                stats["unk_tokens"] += int(np.count_nonzero(flat == unk))
-                stats["n_tokens"] += n
-                stats["n_sentences"] += int(keep.sum())
-                stats["dropped_empty_lines"] += int((~keep).sum())
-            else:
-                doc_ends = [stats["n_sentences"]] * len(boundaries)
-            for d in doc_ends:
-                if d > last_doc_end:
-                    fh["documents.bin"].write(np.int64(d).tobytes())
-                    stats["n_documents"] += 1
-                    last_doc_end = d
-                else:
-                    stats["dropped_empty_documents"] += 1
-            lines, boundaries, size = [], [], 0
-            n_chunks += 1
-            if on_chunk is not None:
-                on_chunk(n_chunks)
-
-        def on_progress(done: int) -> None:
-            prog.update(task, completed=done)
-
-        for line in corpus.lines(on_progress):
-            if line:
-                lines.append(line)
-                size += len(line)
-                stats["n_lines"] += 1
-                stats["text_chars"] += len(line)
-                if size >= chunk_bytes:
-                    flush()
-            else:
-                boundaries.append(len(lines))
-        boundaries.append(len(lines))  # the last document ends with the corpus
-        flush()
+        writer = _ChunkWriter({name: stack.enter_context(open(tmp[name], "wb")) for name in FILES},
+                              tokenizer, dtype, chunk_bytes, on_chunk)
+        for line in corpus.lines(lambda done: prog.update(task, completed=done)):
+            writer.add(line)
+        writer.finish()
+        stats = writer.stats
         if stats["n_tokens"] == 0:
             raise BenchError(f"{corpus.spec}: the corpus tokenizes to no tokens at all "
                              f"({stats['n_lines']} non-empty lines)")
@@ -230,6 +180,69 @@ def _build(entry: Path, corpus: Corpus, corpus_sha: str, tokenizer: Tokenizer, p
         "tokenizer_sha256": tokenizer.sha256, "vocab_size": tokenizer.vocab_size,
         "created_unix": int(time.time()), **stats,
     })
+
+
+class _ChunkWriter:
+    """Streams a corpus's lines into the cache files: lines are tokenized in chunks of about `chunk_bytes`
+    (one `encode_batch` call each); an empty line ends a document. Empty sentences and documents are
+    dropped and counted in `stats`."""
+
+    def __init__(self, files: dict, tokenizer: Tokenizer, dtype, chunk_bytes: int, on_chunk) -> None:
+        self.files, self.tokenizer, self.dtype = files, tokenizer, dtype
+        self.chunk_bytes, self.on_chunk = chunk_bytes, on_chunk
+        self.stats = {"n_tokens": 0, "n_sentences": 0, "n_documents": 0, "n_lines": 0, "dropped_empty_lines": 0,
+                      "dropped_empty_documents": 0, "text_chars": 0, "unk_tokens": 0}
+        self.lines: list[str] = []
+        self.boundaries: list[int] = []  # document ends, as a number of lines into `lines`
+        self.size = 0
+        self.last_doc_end = 0  # in sentences
+        self.n_chunks = 0
+
+    def add(self, line: str) -> None:
+        if not line:
+            self.boundaries.append(len(self.lines))
+            return
+        self.lines.append(line)
+        self.size += len(line)
+        self.stats["n_lines"] += 1
+        self.stats["text_chars"] += len(line)
+        if self.size >= self.chunk_bytes:
+            self.flush()
+
+    def finish(self) -> None:
+        self.boundaries.append(len(self.lines))  # the last document ends with the corpus
+        self.flush()
+
+    def flush(self) -> None:
+        stats = self.stats
+        if self.lines:
+            ids = self.tokenizer.encode_batch(self.lines)
+            lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+            n = int(lengths.sum())
+            flat = np.fromiter(itertools.chain.from_iterable(ids), dtype=self.dtype, count=n)
+            keep = lengths > 0
+            ends = stats["n_tokens"] + np.cumsum(lengths[keep])
+            self.files["tokens.bin"].write(flat.tobytes())
+            self.files["sentences.bin"].write(ends.astype(np.int64).tobytes())
+            kept_before = np.concatenate([[0], np.cumsum(keep)])  # kept sentences among the first i lines
+            doc_ends = [stats["n_sentences"] + int(kept_before[b]) for b in self.boundaries]
+            stats["unk_tokens"] += int(np.count_nonzero(flat == self.tokenizer.special.unk))
+            stats["n_tokens"] += n
+            stats["n_sentences"] += int(keep.sum())
+            stats["dropped_empty_lines"] += int((~keep).sum())
+        else:
+            doc_ends = [stats["n_sentences"]] * len(self.boundaries)
+        for d in doc_ends:
+            if d > self.last_doc_end:
+                self.files["documents.bin"].write(np.int64(d).tobytes())
+                stats["n_documents"] += 1
+                self.last_doc_end = d
+            else:
+                stats["dropped_empty_documents"] += 1
+        self.lines, self.boundaries, self.size = [], [], 0
+        self.n_chunks += 1
+        if self.on_chunk is not None:
+            self.on_chunk(self.n_chunks)
 
 
 @contextlib.contextmanager
