@@ -283,9 +283,7 @@ def multibootstrap(tasks: list[TaskData], n_boot: int = 1000, seed: int = 0, *, 
     per_seed: dict = {None: {a: {s: 0.0 for s in seeds[a]} for a in arms}}
     weights = {}
     for t in tasks:
-        if t.labels is not None:
-            W = example_weights(len(t.labels), n_boot, rng)
-            ones = np.ones((1, len(t.labels)))
+        W = example_weights(len(t.labels), n_boot, rng) if t.labels is not None else None
         task_w = sum(t.metrics.values())
         weights[t.name] = task_w
         for store in (examples, seed_dev, s_only):
@@ -293,25 +291,8 @@ def multibootstrap(tasks: list[TaskData], n_boot: int = 1000, seed: int = 0, *, 
         estimate[t.name] = {a: 0.0 for a in arms}
         per_seed[t.name] = {a: {s: 0.0 for s in seeds[a]} for a in arms}
         for metric, w in t.metrics.items():
-            # rows: every (arm, pre-training seed, evaluation seed) run
-            keys, rows = [], []
-            for a in arms:
-                for s in seeds[a]:
-                    arr = np.atleast_2d(t.preds[a][s])
-                    keys += [(a, s)] * len(arr)
-                    rows.append(arr)
-            P = np.concatenate(rows)
-            if t.labels is None:  # stored values: column k is metric k, the same under every example draw
-                full = P[:, list(t.metrics).index(metric)].astype(np.float64)
-                rep = np.repeat(full[:, None], n_boot, axis=1)
-            else:
-                rep = metric_values(metric, P, t.labels, W)  # (R, B)
-                full = metric_values(metric, P, t.labels, ones)[:, 0]  # (R,)
             share = w / task_w if task_w else 0.0  # the metric's share of its task's number
-            for a in arms:
-                # mean over evaluation seeds inside each pre-training seed: (n, B) and (n,)
-                x = np.stack([rep[[i for i, k in enumerate(keys) if k == (a, s)]].mean(0) for s in seeds[a]])
-                xf = np.array([full[[i for i, k in enumerate(keys) if k == (a, s)]].mean() for s in seeds[a]])
+            for a, (x, xf) in _seed_means(t, metric, arms, seeds, W, n_boot).items():
                 n = len(seeds[a])
                 C = counts[a]  # (B, n)
                 all_mean = x.mean(0)  # (B,)
@@ -326,6 +307,31 @@ def multibootstrap(tasks: list[TaskData], n_boot: int = 1000, seed: int = 0, *, 
                     per_seed[t.name][a][s] += share * v
                     per_seed[None][a][s] += w * v
     return Replicates(arms, seeds, n_boot, paired, examples, seed_dev, s_only, estimate, per_seed, weights)
+
+
+def _seed_means(t: TaskData, metric: str, arms: list, seeds: dict, W: np.ndarray | None, n_boot: int) -> dict:
+    """Per arm: the metric under every example draw, (n seeds, B), and on the dev set as it is, (n,), each
+    the mean over evaluation seeds inside a pre-training seed. W: (B, examples) example counts (None: the
+    task stores values, the same under every draw)."""
+    keys, rows = [], []  # rows: every (arm, pre-training seed, evaluation seed) run
+    for a in arms:
+        for s in seeds[a]:
+            arr = np.atleast_2d(t.preds[a][s])
+            keys += [(a, s)] * len(arr)
+            rows.append(arr)
+    P = np.concatenate(rows)
+    if W is None:  # stored values: column k is metric k
+        full = P[:, list(t.metrics).index(metric)].astype(np.float64)
+        rep = np.repeat(full[:, None], n_boot, axis=1)
+    else:
+        rep = metric_values(metric, P, t.labels, W)  # (R, B)
+        full = metric_values(metric, P, t.labels, np.ones((1, len(t.labels))))[:, 0]  # (R,)
+    out = {}
+    for a in arms:
+        x = np.stack([rep[[i for i, k in enumerate(keys) if k == (a, s)]].mean(0) for s in seeds[a]])
+        xf = np.array([full[[i for i, k in enumerate(keys) if k == (a, s)]].mean() for s in seeds[a]])
+        out[a] = (x, xf)
+    return out
 
 
 # ---- from replicates to statements --------------------------------------------------------------------
