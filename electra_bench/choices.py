@@ -13,6 +13,13 @@ OBJECTIVES = ("mlm", "rtd")  # the objectives `compare` puts side by side (objec
 ABLATION_OBJECTIVES = ("rtd-15", "replace-mlm", "alltokens-mlm")
 ALL_OBJECTIVES = OBJECTIVES + ABLATION_OBJECTIVES  # every objective `objectives.build` knows
 SCORED_OBJECTIVES = ("init",) + ALL_OBJECTIVES  # what a score row can name: "init" is the untrained encoder
+
+
+def listing_order(objective: str) -> int:
+    """Where an objective's points are listed in summaries and tables: the untrained encoder, then the
+    objectives in SCORED_OBJECTIVES's order (MLM before RTD), anything else last."""
+    return SCORED_OBJECTIVES.index(objective) if objective in SCORED_OBJECTIVES else len(SCORED_OBJECTIVES)
+
 # how the RTD family's generator and kept encoder share embeddings: one module (the paper), DeBERTaV3's
 # gradient-disentangled sharing, or none (the official untied_generator_embeddings)
 EMBEDDING_SHARING = ("shared", "gdes", "untied")

@@ -27,12 +27,13 @@ import pandas as pd
 
 from . import bootstrap
 from ..store.predictions import PredictionStore
+from ..choices import OBJECTIVES, listing_order
 from ..units import fmt_flops
 
 N_BOOT = 1000
 BOOT_SEED = 0
 LEVEL = 0.95
-TRAINED = ("mlm", "rtd")
+TRAINED = OBJECTIVES
 LABELS = {"mlm": "MLM", "rtd": "RTD", "init": "untrained"}
 METHODS = ("multi-bootstrap", "seeds-only", "eval-seeds-only", "none")
 SEEDS_ONLY_NOTE = ("no per-example predictions stored (a run made before they were): resampled over "
@@ -233,14 +234,7 @@ def compute(run, rows: pd.DataFrame, scorer, points: list[dict], *, n_boot: int 
     tasks = sorted(rows["task"].unique())
     task_metrics = {t: sorted(rows.loc[rows["task"] == t, "metric"].unique()) for t in tasks}
     weights = metric_weights(scorer, task_metrics)
-    arms = sorted({(o, float(f)) for o, f in zip(rows["objective"], rows["fraction"])},
-                  key=lambda x: ({"init": 0, "mlm": 1, "rtd": 2}.get(x[0], 3), x[1]))
-    seeds = {arm_key(o, f): sorted(int(s) for s in rows.loc[(rows["objective"] == o)
-                                                             & ((rows["fraction"] - f).abs() < 1e-9),
-                                                             "pretrain_seed"].unique()) for o, f in arms}
-    complete = _complete_seeds(rows, arms, seeds, weights)
-    seeds = {a: complete[a] for a in seeds}
-    arms = [(o, f) for o, f in arms if seeds[arm_key(o, f)]]
+    arms, seeds = _arms_and_seeds(rows, weights)
     flops = {arm_key(p["objective"], p["fraction"]): p["train_flops"] for p in points}
     n_eval = int(rows["seed"].nunique())
     base = {"level": LEVEL, "n_boot": n_boot, "seed": seed, "small_sample_correction": True,
@@ -268,6 +262,26 @@ def compute(run, rows: pd.DataFrame, scorer, points: list[dict], *, n_boot: int 
            "n_pretrain_seeds": {a: len(s) for a, s in reps.seeds.items()},
            "examples": {t.name: int(len(t.labels)) for t in task_data if t.labels is not None} or None,
            "points": [], "differences": [], "vs_untrained": []}
+    _statements(out, reps, arms, tasks, flops)
+    out["headline"] = _headline_ci(reps, arms, flops)
+    out["cost_s"] = time.perf_counter() - t0
+    return out
+
+
+def _arms_and_seeds(rows: pd.DataFrame, weights) -> tuple[list[tuple[str, float]], dict[str, list[int]]]:
+    """The (objective, fraction) arms in listing order, each with its complete pre-training seeds; an arm
+    with none yet is left out."""
+    arms = sorted({(o, float(f)) for o, f in zip(rows["objective"], rows["fraction"])},
+                  key=lambda x: (listing_order(x[0]), x[1]))
+    seeds = {arm_key(o, f): sorted(int(s) for s in rows.loc[(rows["objective"] == o)
+                                                             & ((rows["fraction"] - f).abs() < 1e-9),
+                                                             "pretrain_seed"].unique()) for o, f in arms}
+    seeds = _complete_seeds(rows, arms, seeds, weights)
+    return [(o, f) for o, f in arms if seeds[arm_key(o, f)]], seeds
+
+
+def _statements(out: dict, reps, arms, tasks, flops) -> None:
+    """Fill `out`'s points (each arm), differences (RTD - MLM at each shared fraction) and vs_untrained."""
     for o, f in arms:
         a = arm_key(o, f)
         s = _public(_statement(reps, None, {a: 1.0}))
@@ -288,9 +302,6 @@ def compute(run, rows: pd.DataFrame, scorer, points: list[dict], *, n_boot: int 
                 s = _public(_statement(reps, None, {a: 1.0, init: -1.0}))
                 s["resolved"] = s["ci"][0] > 0 or s["ci"][1] < 0
                 out["vs_untrained"].append({"objective": o, "fraction": f, "train_flops": flops.get(a), **s})
-    out["headline"] = _headline_ci(reps, arms, flops)
-    out["cost_s"] = time.perf_counter() - t0
-    return out
 
 
 def _complete_seeds(rows, arms, seeds, weights) -> dict[str, list[int]]:

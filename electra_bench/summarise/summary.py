@@ -53,13 +53,13 @@ from ..store import atomic_io
 from ..errors import BenchError, at
 from ..score import glue_score
 from . import confidence, learning, references
-from ..choices import FLOP_CONVENTIONS, PROTOCOLS
+from ..choices import FLOP_CONVENTIONS, OBJECTIVES, PROTOCOLS, listing_order
 from .records import SUMMARY_SCHEMA, VERDICT_KINDS, Summary, Verdict
 from ..store.runs import RunDir
 from ..units import fmt_flops
 
 SCHEMA_VERSION = SUMMARY_SCHEMA
-TRAINED = ("mlm", "rtd")
+TRAINED = OBJECTIVES
 LABELS = {"mlm": "MLM", "rtd": "RTD", "init": "untrained"}
 
 VERDICT_TOO_SMALL = "budget too small to separate the objectives"
@@ -123,21 +123,7 @@ def _complete_aggregate(rows: pd.DataFrame, scorer: _Scorer) -> float | None:
 
 def _point(objective: str, fraction: float, rows: pd.DataFrame, scorer: _Scorer) -> dict:
     seeds = sorted(int(s) for s in rows["seed"].unique())
-    tasks: dict[str, dict] = {}
-    medians: dict[str, dict[str, float]] = {}
-    for task, trows in rows.groupby("task", sort=True):
-        metrics = {}
-        for metric, mrows in trows.groupby("metric", sort=True):
-            metrics[metric] = _stats(mrows["value"].tolist())
-        medians[task] = {m: s["median"] for m, s in metrics.items()}
-        primary = scorer.primary(task, medians[task])
-        entry = {"primary_metric": primary, "metrics": metrics}
-        if primary in metrics:
-            entry.update({k: metrics[primary][k] for k in ("median", "min", "max", "std", "n")})
-        else:
-            entry.update({"median": None, "min": None, "max": None, "std": None, "n": 0})
-        tasks[task] = entry
-
+    tasks, medians = _task_entries(rows, scorer)
     aggregate = scorer(medians, partial=True)
     per_seed: dict[str, float] = {}
     incomplete: list[int] = []
@@ -186,6 +172,26 @@ def _point(objective: str, fraction: float, rows: pd.DataFrame, scorer: _Scorer)
         "tasks": tasks,
         "score": score,
     }
+
+
+def _task_entries(rows: pd.DataFrame, scorer: _Scorer) -> tuple[dict[str, dict], dict[str, dict[str, float]]]:
+    """Per task: its metrics' statistics over the rows with the primary metric's on top, and the metrics'
+    medians (what the suite score is taken over)."""
+    tasks: dict[str, dict] = {}
+    medians: dict[str, dict[str, float]] = {}
+    for task, trows in rows.groupby("task", sort=True):
+        metrics = {}
+        for metric, mrows in trows.groupby("metric", sort=True):
+            metrics[metric] = _stats(mrows["value"].tolist())
+        medians[task] = {m: s["median"] for m, s in metrics.items()}
+        primary = scorer.primary(task, medians[task])
+        entry = {"primary_metric": primary, "metrics": metrics}
+        if primary in metrics:
+            entry.update({k: metrics[primary][k] for k in ("median", "min", "max", "std", "n")})
+        else:
+            entry.update({"median": None, "min": None, "max": None, "std": None, "n": 0})
+        tasks[task] = entry
+    return tasks, medians
 
 
 def reference_points(rows: pd.DataFrame, scorer: _Scorer) -> list[dict]:
@@ -326,6 +332,13 @@ def noise_verdict(points: list[dict], stats: Mapping[str, Any], learning_block: 
         for run in (learning_block or {}).get(o, {}).get("runs", []):
             if run.get("learned") is False:
                 out["not_learned"].append(learning.not_learned_line(LABELS[o], run["seed"], run))
+    _decide(out, usable, diff, stats)
+    return v
+
+
+def _decide(out: dict, usable: dict, diff: dict | None, stats: Mapping[str, Any]) -> None:
+    """The verdict's kind and sentence, in order: a run that did not learn, too few scored objectives,
+    neither beats the untrained encoder, no noise estimate, then ranked or not resolved by the CI."""
     beats = [v["beats"] for v in out["beats_untrained"].values()]
     if out["not_learned"]:
         out["kind"] = "not_learned"
@@ -355,7 +368,6 @@ def noise_verdict(points: list[dict], stats: Mapping[str, Any], learning_block: 
     else:
         out["kind"] = "not_resolved"
         out["verdict"] = f"not resolved with {out['n_pretrain_seeds']} {stats.get('unit', 'pre-training seeds')}"
-    return v
 
 
 HEADLINE_BOUNDS = ("exact", "interpolated", "at_most", "untrained", "not_reached")
@@ -677,8 +689,7 @@ def _protocol_block(run: RunDir, prows: pd.DataFrame, scorer: _Scorer, conventio
     """One protocol's points, curves, headline, statistics, verdict and crossover (docs/results.md)."""
     points = [_point(objective, fraction, rows, scorer)
               for (objective, fraction), rows in prows.groupby(["objective", "fraction"], sort=False)]
-    order = {"init": 0, "mlm": 1, "rtd": 2}
-    points.sort(key=lambda p: (order[p["objective"]], p["fraction"]))
+    points.sort(key=lambda p: (listing_order(p["objective"]), p["fraction"]))
     stats = confidence.compute(run, prows, scorer, points)
     block = {
         "tasks": sorted(prows["task"].unique()),
