@@ -298,20 +298,28 @@ def run_sweep(spec: SweepSpec, root: str | Path, run_id: str | None = None, quie
         })
         work = work_done(atomic_io.read_jsonl(run.layout.history))
 
-        task_specs = {tk.spec.name: tk.spec for tk in tasks}
-        rows = sweep_rows([{"name": name, "generator_size": g, "objective": ps.objectives[0], "preset": pp,
-                            "scores": exp.run.scores()}
-                           for (name, g, ps, pp, _), (_, _, exp) in zip(points, exps)], task_specs)
-        suite = "GLUE score" if glue_score.is_glue(list(task_specs)) else "suite mean"
-        result = {"run_id": run.run_id, "preset": p.name, "discriminator_hidden": p.encoder.hidden_size,
-                  "budget_flops": budget, "flop_convention": base.convention, "protocol": base.protocol,
-                  "tasks": list(task_specs), "aggregate": suite, "generator_sizes": list(spec.generator_sizes),
-                  "points": {name: f"points/{name}" for name, *_ in points}, "rows": rows, **work}
-        atomic_io.write_json(run.layout.sweep, result)
-        rendered = render_sweep(result, "table", width)
-        atomic_io.write_text(run.layout.report_txt, render_sweep(result, "table", 120))
-        atomic_io.write_text(run.layout.report_md, render_sweep(result, "md") + "\n")
-        plot_sweep(result, run.layout.plots)
+        result, rendered = _write_result(run, spec, p, budget, tasks, points, exps, work, width)
+    return result, rendered
+
+
+def _write_result(run, spec: SweepSpec, p, budget: float, tasks, points, exps, work: dict,
+                  width: int | None) -> tuple[dict, str]:
+    """sweep.json's table from every point's scores, written with its text, Markdown and plot."""
+    base = spec.base
+    task_specs = {tk.spec.name: tk.spec for tk in tasks}
+    rows = sweep_rows([{"name": name, "generator_size": g, "objective": ps.objectives[0], "preset": pp,
+                        "scores": exp.run.scores()}
+                       for (name, g, ps, pp, _), (_, _, exp) in zip(points, exps)], task_specs)
+    suite = "GLUE score" if glue_score.is_glue(list(task_specs)) else "suite mean"
+    result = {"run_id": run.run_id, "preset": p.name, "discriminator_hidden": p.encoder.hidden_size,
+              "budget_flops": budget, "flop_convention": base.convention, "protocol": base.protocol,
+              "tasks": list(task_specs), "aggregate": suite, "generator_sizes": list(spec.generator_sizes),
+              "points": {name: f"points/{name}" for name, *_ in points}, "rows": rows, **work}
+    atomic_io.write_json(run.layout.sweep, result)
+    rendered = render_sweep(result, "table", width)
+    atomic_io.write_text(run.layout.report_txt, render_sweep(result, "table", 120))
+    atomic_io.write_text(run.layout.report_md, render_sweep(result, "md") + "\n")
+    plot_sweep(result, run.layout.plots)
     return result, rendered
 
 
