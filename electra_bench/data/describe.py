@@ -64,48 +64,10 @@ def stats(values, digits: int = 1) -> dict[str, float | int]:
 def corpus_info(spec: str | os.PathLike, tokenizer=None, chunk_lines: int = 4096) -> dict[str, Any]:
     """Stream a corpus once and count files, bytes, documents, sentences, tokens and length percentiles."""
     c = open_corpus(spec)
-    sent_len = array("I")
-    doc_tokens = array("Q")
-    doc_sents = array("I")
-    cur_tokens = cur_sents = 0
-    text_bytes = 0
-    pending: list[str] = []
-
-    def count(lines: list[str]) -> list[int]:
-        if tokenizer is None:
-            return [len(x.split()) for x in lines]
-        return [len(ids) for ids in tokenizer.encode_batch(lines)]
-
-    def close_doc():
-        nonlocal cur_tokens, cur_sents
-        if cur_sents:
-            doc_tokens.append(cur_tokens)
-            doc_sents.append(cur_sents)
-        cur_tokens = cur_sents = 0
-
-    def flush():
-        nonlocal cur_tokens, cur_sents
-        # pending holds lines and "" boundaries in order
-        lines = [x for x in pending if x]
-        counts = iter(count(lines))
-        for x in pending:
-            if x:
-                n = next(counts)
-                sent_len.append(n)
-                cur_tokens += n
-                cur_sents += 1
-            else:
-                close_doc()
-        pending.clear()
-
+    counter = _LengthCounter(tokenizer, chunk_lines)
     for line in c.lines():
-        pending.append(line)
-        if line:
-            text_bytes += len(line.encode("utf-8")) + 1
-        if len(pending) >= chunk_lines:
-            flush()
-    flush()
-    close_doc()
+        counter.add(line)
+    counter.finish()
     files = [str(f) for f in c.files]
     return {
         "kind": "corpus",
@@ -114,15 +76,60 @@ def corpus_info(spec: str | os.PathLike, tokenizer=None, chunk_lines: int = 4096
         "file_list": files[:_MAX_LISTED_FILES],
         "compressed_files": sum(1 for f in c.files if compression_of(f)),
         "bytes": c.total_bytes,
-        "text_bytes": text_bytes,
-        "documents": len(doc_tokens),
-        "sentences": len(sent_len),
-        "tokens": int(sum(doc_tokens)),
+        "text_bytes": counter.text_bytes,
+        "documents": len(counter.doc_tokens),
+        "sentences": len(counter.sent_len),
+        "tokens": int(sum(counter.doc_tokens)),
         "token_unit": "wordpiece" if tokenizer is not None else "words",
-        "sentence_length": stats(sent_len),
-        "document_length": stats(doc_tokens),
-        "document_sentences": stats(doc_sents),
+        "sentence_length": stats(counter.sent_len),
+        "document_length": stats(counter.doc_tokens),
+        "document_sentences": stats(counter.doc_sents),
     }
+
+
+class _LengthCounter:
+    """Sentence and document lengths of a stream of lines (an empty line ends a document), counted in
+    chunks of `chunk_lines` (one `encode_batch` call each) in tokens, or in words without a tokenizer."""
+
+    def __init__(self, tokenizer, chunk_lines: int) -> None:
+        self.tokenizer, self.chunk_lines = tokenizer, chunk_lines
+        self.sent_len, self.doc_tokens, self.doc_sents = array("I"), array("Q"), array("I")
+        self.cur_tokens = self.cur_sents = 0
+        self.text_bytes = 0
+        self.pending: list[str] = []  # lines and "" boundaries, in order
+
+    def add(self, line: str) -> None:
+        self.pending.append(line)
+        if line:
+            self.text_bytes += len(line.encode("utf-8")) + 1
+        if len(self.pending) >= self.chunk_lines:
+            self.flush()
+
+    def finish(self) -> None:
+        self.flush()
+        self._close_doc()
+
+    def flush(self) -> None:
+        lines = [x for x in self.pending if x]
+        if self.tokenizer is None:
+            counts = iter([len(x.split()) for x in lines])
+        else:
+            counts = iter([len(ids) for ids in self.tokenizer.encode_batch(lines)])
+        for x in self.pending:
+            if x:
+                n = next(counts)
+                self.sent_len.append(n)
+                self.cur_tokens += n
+                self.cur_sents += 1
+            else:
+                self._close_doc()
+        self.pending.clear()
+
+    def _close_doc(self) -> None:
+        if self.cur_sents:
+            self.doc_tokens.append(self.cur_tokens)
+            self.doc_sents.append(self.cur_sents)
+        self.cur_tokens = self.cur_sents = 0
 
 
 def _task_info(td) -> dict[str, Any]:
