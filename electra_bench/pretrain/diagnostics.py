@@ -88,60 +88,74 @@ def heldout_diagnostics(model, batches: list[dict], seeds: list[int], unigram: t
     """Every diagnostic of the module docstring on fixed held-out `batches` with fixed masking `seeds`."""
     was_training = model.training
     model.eval()
-    unigram = unigram.to(device)
-    mlm_ce, uni_ce, mlm_hit, uni_hit, n_masked = 0.0, 0.0, 0.0, 0.0, 0.0
-    disc_scores, disc_labels, disc_bce, n_tok = [], [], 0.0, 0.0
-    can_replace, replaced_total = 0.0, 0.0
-    hidden_all, mask_all = [], []
-    uni_argmax = int(unigram.argmax())
+    sums = _HeldoutSums(unigram.to(device), special)
     for batch, seed in zip(batches, seeds):
         batch = {k: v.to(device) for k, v in batch.items()}
-        rng = torch.Generator(device=device).manual_seed(seed)
-        r = model(batch, rng)
-        x = r.extras
+        r = model(batch, torch.Generator(device=device).manual_seed(seed))
+        sums.add(r.extras, batch)
+        h = model.backbone()(batch["input_ids"], batch["segment_ids"], batch["attention_mask"])  # (B, T, H), clean
+        sums.hidden.append(h.float())
+        sums.masks.append(batch["attention_mask"])
+    if was_training:
+        model.train()
+    return sums.result()
+
+
+class _HeldoutSums:
+    """Sums over held-out batches, in batch order: MLM (or generator) and unigram cross-entropy and hits over
+    masked positions; the discriminator's scores, labels and BCE over real tokens; hidden states for the
+    collapse measures."""
+
+    def __init__(self, unigram: torch.Tensor, special: SpecialIds) -> None:
+        self.unigram, self.special, self.uni_argmax = unigram, special, int(unigram.argmax())
+        self.mlm_ce = self.uni_ce = self.mlm_hit = self.uni_hit = self.n_masked = 0.0
+        self.disc_scores: list[torch.Tensor] = []
+        self.disc_labels: list[torch.Tensor] = []
+        self.disc_bce = self.n_tok = self.can_replace = self.replaced_total = 0.0
+        self.hidden: list[torch.Tensor] = []
+        self.masks: list[torch.Tensor] = []
+
+    def add(self, x: dict, batch: dict) -> None:
         w = x["mlm_weights"].flatten()
         labels = x["mlm_labels"].flatten()
         logits = x["mlm_logits"].flatten(0, 1).float()
-        mlm_ce += float((F.cross_entropy(logits, labels, reduction="none") * w).sum())
-        uni_ce += float((-unigram[labels] * w).sum())
-        mlm_hit += float(((logits.argmax(-1) == labels).float() * w).sum())
-        uni_hit += float(((labels == uni_argmax).float() * w).sum())
-        n_masked += float(w.sum())
+        self.mlm_ce += float((F.cross_entropy(logits, labels, reduction="none") * w).sum())
+        self.uni_ce += float((-self.unigram[labels] * w).sum())
+        self.mlm_hit += float(((logits.argmax(-1) == labels).float() * w).sum())
+        self.uni_hit += float(((labels == self.uni_argmax).float() * w).sum())
+        self.n_masked += float(w.sum())
         if "disc_logits" in x:
             tm = x["token_mask"].bool()
             ids = batch["input_ids"]
-            replaceable = tm & (ids != special.cls) & (ids != special.sep)
-            disc_scores.append(x["disc_logits"][tm].float())
-            disc_labels.append(x["replaced"][tm])
-            disc_bce += float(F.binary_cross_entropy_with_logits(
+            replaceable = tm & (ids != self.special.cls) & (ids != self.special.sep)
+            self.disc_scores.append(x["disc_logits"][tm].float())
+            self.disc_labels.append(x["replaced"][tm])
+            self.disc_bce += float(F.binary_cross_entropy_with_logits(
                 x["disc_logits"].float(), x["replaced"], reduction="none")[tm].sum())
-            n_tok += float(tm.sum())
-            can_replace += float(replaceable.sum())
-            replaced_total += float(x["replaced"][tm].sum())
-        backbone = model.backbone()
-        h = backbone(batch["input_ids"], batch["segment_ids"], batch["attention_mask"])  # (B, T, H), clean text
-        hidden_all.append(h.float())
-        mask_all.append(batch["attention_mask"])
-    if was_training:
-        model.train()
-    n = max(n_masked, 1.0)
-    out = {
-        "mlm_loss": mlm_ce / n,
-        "mlm_acc": mlm_hit / n,
-        "unigram_loss": uni_ce / n,
-        "unigram_acc": uni_hit / n,
-        "mlm_gain_nats": (uni_ce - mlm_ce) / n,
-    }
-    if disc_scores:
-        rate = replaced_total / max(can_replace, 1.0)
-        base = binary_entropy(rate) * can_replace / max(n_tok, 1.0)  # specials: predicted perfectly by a constant
-        loss = disc_bce / max(n_tok, 1.0)
-        out.update({
-            "disc_loss": loss,
-            "disc_base_rate_loss": base,
-            "disc_gap_nats": base - loss,
-            "disc_auc": auc(torch.cat(disc_scores), torch.cat(disc_labels)),
-            "replaced_rate": rate,
-        })
-    out.update(collapse(torch.cat(hidden_all), torch.cat(mask_all)))
-    return out
+            self.n_tok += float(tm.sum())
+            self.can_replace += float(replaceable.sum())
+            self.replaced_total += float(x["replaced"][tm].sum())
+
+    def result(self) -> dict[str, float]:
+        n = max(self.n_masked, 1.0)
+        out = {
+            "mlm_loss": self.mlm_ce / n,
+            "mlm_acc": self.mlm_hit / n,
+            "unigram_loss": self.uni_ce / n,
+            "unigram_acc": self.uni_hit / n,
+            "mlm_gain_nats": (self.uni_ce - self.mlm_ce) / n,
+        }
+        if self.disc_scores:
+            rate = self.replaced_total / max(self.can_replace, 1.0)
+            # specials: predicted perfectly by a constant
+            base = binary_entropy(rate) * self.can_replace / max(self.n_tok, 1.0)
+            loss = self.disc_bce / max(self.n_tok, 1.0)
+            out.update({
+                "disc_loss": loss,
+                "disc_base_rate_loss": base,
+                "disc_gap_nats": base - loss,
+                "disc_auc": auc(torch.cat(self.disc_scores), torch.cat(self.disc_labels)),
+                "replaced_rate": rate,
+            })
+        out.update(collapse(torch.cat(self.hidden), torch.cat(self.masks)))
+        return out
