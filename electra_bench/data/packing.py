@@ -292,34 +292,61 @@ class _Writer:
 def pack_units(tokens: np.ndarray, sentence_ends: np.ndarray, units: Iterable[tuple[int, int]],
                writer: _Writer, special: SpecialIds, config: PackingConfig, rng: random.Random) -> dict:
     """Pack documents (units of [start, end) sentence ranges) into `writer`; returns counters."""
-    T = config.seq_len
-    cls, sep = special.cls, special.sep
-    one_p, short_p, carry = config.one_segment_prob, config.short_seq_prob, config.carry_overflow
-    stats = {"text_tokens": 0, "packed_text_tokens": 0, "dropped_tokens": 0, "padding_tokens": 0}
-    target = T
-    items: list[list[int]] = []  # [start, length] pieces of the current document, contiguous in tokens
-    cur = 0
+    packer = _Packer(tokens, writer, special, config, rng)
+    ends = sentence_ends
+    for s0, s1 in units:
+        if s1 <= s0:
+            continue
+        prev = int(ends[s0 - 1]) if s0 > 0 else 0
+        for e in np.asarray(ends[s0:s1]).tolist():
+            if e - prev:
+                packer.add_sentence(prev, e - prev)
+            prev = e
+        packer.end_document()
+    return packer.stats
 
-    def emit() -> None:
-        nonlocal items, cur, target
-        first_target = 100000 if rng.random() < one_p else (target - 3) // 2
+
+class _Packer:
+    """The sequence being filled from one document's sentences: when it reaches its target length it is
+    split into segments A and B (BERT's recipe, kept in text order) and written; with `carry_overflow` what
+    did not fit starts the next sequence. Every random draw is made in the order of the original recipe."""
+
+    def __init__(self, tokens: np.ndarray, writer: _Writer, special: SpecialIds, config: PackingConfig,
+                 rng: random.Random) -> None:
+        self.tokens, self.writer, self.special, self.config, self.rng = tokens, writer, special, config, rng
+        self.stats = {"text_tokens": 0, "packed_text_tokens": 0, "dropped_tokens": 0, "padding_tokens": 0}
+        self.target = config.seq_len
+        self.items: list[list[int]] = []  # [start, length] pieces of the current document, contiguous in tokens
+        self.cur = 0
+
+    def add_sentence(self, start: int, length: int) -> None:
+        self.items.append([start, length])
+        self.cur += length
+        self.stats["text_tokens"] += length
+        while self.cur >= self.target:
+            self._emit()
+
+    def end_document(self) -> None:
+        while self.cur > 0:  # the document ran out: what is left is one (padded) sequence, or more
+            self._emit()
+
+    def _emit(self) -> None:
+        T, rng, items, stats = self.config.seq_len, self.rng, self.items, self.stats
+        first_target = 100000 if rng.random() < self.config.one_segment_prob else (self.target - 3) // 2
         a_total = 0
-        n_a = 0
         for _, ln in items:
             if a_total == 0 or a_total + ln < first_target or (a_total < first_target and rng.random() < 0.5):
                 a_total += ln
-                n_a += 1
             else:
                 break  # B has started: every later sentence goes to B (keeps the text in order)
-        b_total = cur - a_total
+        b_total = self.cur - a_total
         a = min(a_total, T - 2)
         b = min(b_total, max(0, T - a - 3))
-        start = items[0][0]
-        writer.add(tokens, start, a, a_total, b, cls, sep)
+        self.writer.add(self.tokens, items[0][0], a, a_total, b, self.special.cls, self.special.sep)
         consumed = a if a < a_total else a_total + b
         stats["packed_text_tokens"] += a + b
         stats["padding_tokens"] += T - (a + 2 + (b + 1 if b else 0))
-        if carry and consumed < cur:
+        if self.config.carry_overflow and consumed < self.cur:
             left = consumed
             while left:
                 st, ln = items[0]
@@ -329,30 +356,11 @@ def pack_units(tokens: np.ndarray, sentence_ends: np.ndarray, units: Iterable[tu
                 else:
                     items[0] = [st + left, ln - left]
                     left = 0
-            cur -= consumed
+            self.cur -= consumed
         else:
-            stats["dropped_tokens"] += cur - consumed
-            items, cur = [], 0
-        target = rng.randint(5, T) if rng.random() < short_p else T
-
-    ends = sentence_ends
-    for s0, s1 in units:
-        if s1 <= s0:
-            continue
-        prev = int(ends[s0 - 1]) if s0 > 0 else 0
-        for e in np.asarray(ends[s0:s1]).tolist():
-            ln = e - prev
-            if ln:
-                items.append([prev, ln])
-                cur += ln
-                stats["text_tokens"] += ln
-                while cur >= target:
-                    emit()
-            prev = e
-        while cur > 0:  # the document ran out: what is left is one (padded) sequence, or more
-            emit()
-    return stats
-
+            stats["dropped_tokens"] += self.cur - consumed
+            self.items, self.cur = [], 0
+        self.target = rng.randint(5, T) if rng.random() < self.config.short_seq_prob else T
 
 def _build(entry: Path, cache: TokenCache, special: SpecialIds, config: PackingConfig, seed: int,
            progress: bool) -> None:
