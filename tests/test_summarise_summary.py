@@ -105,6 +105,9 @@ def test_verdict_separated(tmp_path):
     assert v["band"] == pytest.approx(1.0)  # the descriptive range stays
     assert v["beats_untrained"]["mlm"]["beats"] and v["beats_untrained"]["rtd"]["beats"]
     assert v["verdict"].startswith("RTD ahead of MLM")
+    # one pre-training seed: the CI cannot hold seed noise, and the verdict says so
+    assert v["verdict"].endswith("one pre-training seed, so the CI leaves out seed noise (--pretrain-seeds 2 or "
+                                 "more)")
 
 
 def _unpaired_noise(tmp_path, curves, noise):
