@@ -16,8 +16,9 @@ PYTHON ?= $(firstword $(foreach p,python3 python3.13 python3.12 python3.11 pytho
 TORCH_CPU ?= torch==2.13.0
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 ARGS ?=
-# The tests run in this many pytest-xdist workers, a test file per worker at a time (module fixtures, such as
-# the transformers 4 environment, are built once); on 2 cores 2 workers halve the wall time (README, Tests).
+# The tests run in this many pytest-xdist workers; on 2 cores 2 workers halve the wall time (README, Tests).
+# `make test` hands out a test file per worker at a time, so module fixtures (the transformers 4 environment
+# of the slow tests) are built once; the fast tier hands out single tests, which balances better.
 TEST_WORKERS ?= 2
 
 VPY := $(VENV)/bin/python
@@ -42,10 +43,10 @@ $(STAMP): setup.cfg pyproject.toml | $(VPY)
 	@touch "$@"
 
 test: $(STAMP)
-	"$(VPY)" -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+	"$(VPY)" -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=10
 
 test-fast: $(STAMP)
-	"$(VPY)" -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not slow"
+	"$(VPY)" -m pytest -q -n $(TEST_WORKERS) -m "not slow"
 
 bench: $(STAMP)
 	"$(VPY)" benchmarks/bench_train.py
