@@ -47,3 +47,18 @@ def word_corpus(tmp_path_factory):
         lines.append("")
     corpus.write_text("\n".join(lines))
     return corpus
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """A deterministic corpus for pre-training runs that fault tests interrupt and resume: 50 paragraphs of 6
+    twelve-word sentences cycling over 16 words."""
+    words = "the cat sat on a mat while dogs ran past old trees near quiet rivers at dawn".split()
+    lines = []
+    for d in range(50):
+        for s in range(6):
+            lines.append(" ".join(words[(d * 7 + s * 3 + i * i) % len(words)] for i in range(12)) + ".")
+        lines.append("")
+    path = tmp_path_factory.mktemp("corpus") / "c.txt"
+    path.write_text("\n".join(lines))
+    return path

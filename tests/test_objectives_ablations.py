@@ -12,6 +12,8 @@ from electra_bench.model import Encoder
 from electra_bench.objectives import ObjectiveResult
 from electra_bench.special_tokens import DEFAULT as SP
 
+from batches import random_batch
+
 V = 300
 
 
@@ -22,10 +24,7 @@ def _preset(**kw):
 
 
 def _batch(B=8, T=32, vocab=V, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    ids = torch.randint(5, vocab, (B, T), generator=g)
-    ids[:, 0], ids[:, -1] = SP.cls, SP.sep
-    return {"input_ids": ids, "segment_ids": torch.zeros_like(ids), "attention_mask": torch.ones_like(ids)}
+    return random_batch(B, T, vocab, seed)
 
 
 def _build(objective, seed=0, **kw):

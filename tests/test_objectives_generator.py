@@ -15,6 +15,8 @@ from electra_bench.errors import BenchError
 from electra_bench.flops import step_flops
 from electra_bench.special_tokens import DEFAULT as SP
 
+from batches import random_batch
+
 V = 300
 
 
@@ -25,10 +27,7 @@ def _preset(layers=1, **kw):
 
 
 def _batch(B=8, T=32, vocab=V, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    ids = torch.randint(5, vocab, (B, T), generator=g)
-    ids[:, 0], ids[:, -1] = SP.cls, SP.sep
-    return {"input_ids": ids, "segment_ids": torch.zeros_like(ids), "attention_mask": torch.ones_like(ids)}
+    return random_batch(B, T, vocab, seed)
 
 
 def _build(objective="rtd", **kw):

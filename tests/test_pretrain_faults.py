@@ -24,22 +24,6 @@ from electra_bench.store.layout import PretrainLayout
 MICRO = ["--preset", "tiny", "--seq-len", "32", "--batch-size", "8", "--vocab-size", "300", "--quiet"]
 
 
-def _corpus(path: Path) -> Path:
-    words = "the cat sat on a mat while dogs ran past old trees near quiet rivers at dawn".split()
-    lines = []
-    for d in range(50):
-        for s in range(6):
-            lines.append(" ".join(words[(d * 7 + s * 3 + i * i) % len(words)] for i in range(12)) + ".")
-        lines.append("")
-    path.write_text("\n".join(lines))
-    return path
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    return _corpus(tmp_path_factory.mktemp("corpus") / "c.txt")
-
-
 def invoke(*args):
     return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
 

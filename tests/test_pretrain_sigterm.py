@@ -29,22 +29,6 @@ ARGS = ["--objective", "mlm", "--budget", "4e10", "--preset", "tiny", "--seq-len
 STOPPED = re.compile(r"^stopped by SIGTERM at step (\d+) of (\d+); run the same command again to resume$")
 
 
-def _corpus(path: Path) -> Path:
-    words = "the cat sat on a mat while dogs ran past old trees near quiet rivers at dawn".split()
-    lines = []
-    for d in range(50):
-        for s in range(6):
-            lines.append(" ".join(words[(d * 7 + s * 3 + i * i) % len(words)] for i in range(12)) + ".")
-        lines.append("")
-    path.write_text("\n".join(lines))
-    return path
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    return _corpus(tmp_path_factory.mktemp("corpus") / "c.txt")
-
-
 def _args(out, corpus):
     return ["pretrain", *ARGS, "--corpus", str(corpus), "--out", str(out)]
 
