@@ -222,7 +222,9 @@ def figure_history(judged: Sequence[Judged], baseline: Mapping[str, Any] | None 
         ax.set_xlim(-0.6, len(shown) - 0.4)
     _label_ticks(axes, shown, SIZE[0] / 2 - 0.9)
     _legend(fig, shown, baseline)
-    fig.suptitle(_title(judged, shown, baseline, baseline_path), fontsize=FONT + 1.5)
+    # wrapped to the figure: the baseline's path is as long as the checkout's (a deep CI workspace cut it off)
+    fig.suptitle(plots.fit_text(_title(judged, shown, baseline, baseline_path), fig.get_figwidth(), FONT + 1.5),
+                 fontsize=FONT + 1.5)
     return fig
 
 
