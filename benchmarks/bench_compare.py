@@ -45,15 +45,15 @@ def eval_throughput() -> dict:
     data, p = runner.prepare_data(p, None, None, 0, quiet=True)
     task = load_tasks(None, ["rt-polarity"])[0]
     torch.manual_seed(0)
-    enc = Encoder(p.encoder)
+    enc = Encoder(p.model.encoder)
     examples = task.splits["train"][:2000]
     t = time.perf_counter()
-    features(enc, data.tokenizer, examples, p.seq_len, torch.device("cpu"))
+    features(enc, data.tokenizer, examples, p.schedule.seq_len, torch.device("cpu"))
     probe_eps = len(examples) / (time.perf_counter() - t)
     sub = type(task)(task.spec, {"train": task.splits["train"][:512], "dev": task.splits["dev"][:256]}, task.source)
-    recipe = Recipe(protocol="finetune", max_len=p.seq_len, epochs=1)
+    recipe = Recipe(protocol="finetune", max_len=p.schedule.seq_len, epochs=1)
     t = time.perf_counter()
-    finetune(enc.state_dict(), p.encoder, sub, data.tokenizer, recipe, 0, torch.device("cpu"))
+    finetune(enc.state_dict(), p.model.encoder, sub, data.tokenizer, recipe, 0, torch.device("cpu"))
     ft_eps = (512 + 256) / (time.perf_counter() - t)
     return {"probe_features_examples_per_s": probe_eps, "finetune_examples_per_s": ft_eps,
             "probe_over_finetune": probe_eps / ft_eps}

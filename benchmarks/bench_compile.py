@@ -30,7 +30,7 @@ from electra_bench import presets  # noqa: E402
 def ab(name: str, objective: str, batch_size: int | None, steps: int, repeats: int, backend: str):
     p = presets.resolve(name, presets.Overrides(batch_size=batch_size))
     dev = torch.device("cpu")
-    batch = bench_train.packed_batch(p.batch_size, p.seq_len, p.encoder.vocab_size, dev)
+    batch = bench_train.packed_batch(p.schedule.batch_size, p.schedule.seq_len, p.model.encoder.vocab_size, dev)
     eager = bench_train.build_ours(p, objective, batch, dev, False)
     compiled = bench_train.build_ours(p, objective, batch, dev, False, compile=backend)
     t = time.perf_counter()
@@ -62,8 +62,8 @@ def main(argv: list[str] | None = None) -> int:
         for objective in args.objectives:
             steps = args.steps or (20 if name == "tiny" else 2)
             p, e, c, compile_s = ab(name, objective, args.batch_size, steps, args.repeats, args.backend)
-            tok = p.batch_size * p.seq_len
-            print(f"| {name} | {objective} | {p.batch_size}x{p.seq_len} | {tok / e:,.0f} | {tok / c:,.0f} "
+            tok = p.schedule.batch_size * p.schedule.seq_len
+            print(f"| {name} | {objective} | {p.schedule.batch_size}x{p.schedule.seq_len} | {tok / e:,.0f} | {tok / c:,.0f} "
                   f"| {e / c:.2f}x | {compile_s:.0f} s |", flush=True)
     print(f"# load average {[round(x, 2) for x in os.getloadavg()]}")
     return 0

@@ -35,8 +35,8 @@ def _set_before(before: bool, real=M._cpu_eager) -> None:
 def ab(name: str, objective: str, batch_size: int | None, steps: int, repeats: int) -> tuple[float, float, int]:
     p = presets.resolve(name, presets.Overrides(batch_size=batch_size))
     dev = torch.device("cpu")
-    runner = bench_train.build_ours(p, objective, bench_train.packed_batch(p.batch_size, p.seq_len,
-                                                                           p.encoder.vocab_size, dev), dev, False)
+    runner = bench_train.build_ours(p, objective, bench_train.packed_batch(p.schedule.batch_size, p.schedule.seq_len,
+                                                                           p.model.encoder.vocab_size, dev), dev, False)
 
     def step(before: bool):
         def run(i: int):
@@ -50,7 +50,7 @@ def ab(name: str, objective: str, batch_size: int | None, steps: int, repeats: i
     times, _ = bench_train.alternating_windows(steps_by, steps, repeats, 2, dev)
     _set_before(False)
     return (statistics.median(times["before"]) / steps, statistics.median(times["after"]) / steps,
-            p.batch_size * p.seq_len)
+            p.schedule.batch_size * p.schedule.seq_len)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|---|---|")
     for name, objective, batch_size, steps in CASES:
         before, after, tokens = ab(name, objective, batch_size, steps, args.repeats)
-        print(f"| {name} | {objective} | {batch_size or presets.get(name).batch_size}x{presets.get(name).seq_len} "
+        print(f"| {name} | {objective} | {batch_size or presets.get(name).schedule.batch_size}x{presets.get(name).schedule.seq_len} "
               f"| {tokens / before:,.0f} | {tokens / after:,.0f} | {before / after:.2f}x |", flush=True)
     print(f"# load average {[round(x, 2) for x in os.getloadavg()]}")
     return 0

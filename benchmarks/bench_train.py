@@ -66,6 +66,7 @@ import torch
 from torch import nn
 
 from electra_bench import objectives, presets, special_tokens
+from electra_bench.choices import OBJECTIVES
 from electra_bench.errors import BenchError
 from electra_bench.model import count_parameters, has_padding, resolve_precision
 from electra_bench.objectives import corrupt, choose_positions
@@ -117,7 +118,7 @@ def packed_batch(batch: int, seq_len: int, vocab_size: int, device: torch.device
 def make_optimizer(module: nn.Module, preset, device: torch.device) -> tuple[torch.optim.Optimizer, list]:
     """The trainer's own optimizer (`training.optim.pretraining_optimizer`: AdamW, no decay on LayerNorm and
     biases, shared parameters once, fused on CPU and CUDA) and the parameters it clips."""
-    opt = pretraining_optimizer(module, preset, device)
+    opt = pretraining_optimizer(module, preset.optim, device)
     return opt, [p for g in opt.param_groups for p in g["params"]]
 
 
@@ -148,13 +149,13 @@ def _train_step(module, optimizer, clip_params, preset, device, bf16, loss_fn, g
     def step(i: int) -> torch.Tensor:
         nonlocal bad
         module.train()
-        set_lr(optimizer, lr_at(i, LR_SCHEDULE_STEPS, preset.lr, preset.warmup_fraction))
+        set_lr(optimizer, lr_at(i, LR_SCHEDULE_STEPS, preset.optim.lr, preset.schedule.warmup_fraction))
         seed = step_seed(0, i, 0)
         seed_dropout(seed, device)  # dropout, as the trainer seeds it
         rng = torch.Generator(device=device).manual_seed(seed)  # masking, replacements, samples
         if graphs:  # CUDA graphs (compile mode reduce-overhead): a new replay, as the trainer marks it
             torch.compiler.cudagraph_mark_step_begin()
-        result = train_step(forward, optimizer, {}, rng, clip_params, preset.grad_clip, device.type, bf16)
+        result = train_step(forward, optimizer, {}, rng, clip_params, preset.optim.grad_clip, device.type, bf16)
         # as the trainer: a device-side flag, read once per window (check_finite), not a host read per step
         bad = bad | ~torch.isfinite(result.loss.detach())
         return result.loss.detach()
@@ -207,16 +208,16 @@ def build_hf(preset, objective: str, batch: dict, device: torch.device, bf16: bo
 
     torch.manual_seed(0)
     ids, seg, att = batch["input_ids"], batch["segment_ids"], batch["attention_mask"]
-    V = preset.encoder.vocab_size
+    V = preset.model.encoder.vocab_size
 
     def mask(rng):
-        positions, weights = choose_positions(ids, att, SPECIAL, preset.mask_prob, preset.max_predictions, rng)
+        positions, weights = choose_positions(ids, att, SPECIAL, preset.objective.mask_prob, preset.max_predictions, rng)
         originals = torch.gather(ids, 1, positions)  # (B, P)
         labels = torch.full_like(ids, -100).scatter(1, positions, torch.where(weights > 0, originals, -100))
         return positions, weights, originals, labels  # labels (B, T): -100 except at the masked positions
 
     if objective == "mlm":
-        enc = preset.encoder
+        enc = preset.model.encoder
         if enc.embedding_size == enc.hidden_size:
             model, name = BertForMaskedLM(_hf_config(enc, "bert")), "BertForMaskedLM"
         else:  # HF BERT cannot factorise its embeddings; ElectraForMaskedLM is that same BERT-MLM
@@ -231,8 +232,8 @@ def build_hf(preset, objective: str, batch: dict, device: torch.device, bf16: bo
             return model(input_ids=corrupted, attention_mask=att, token_type_ids=seg, labels=labels).loss
 
     else:
-        disc = ElectraForPreTraining(_hf_config(preset.encoder, "electra"))
-        gen = ElectraForMaskedLM(_hf_config(preset.generator, "electra"))
+        disc = ElectraForPreTraining(_hf_config(preset.model.encoder, "electra"))
+        gen = ElectraForMaskedLM(_hf_config(preset.model.generator, "electra"))
         gen.electra.embeddings = disc.electra.embeddings  # share the embeddings, as HF ELECTRA users do
         gen.generator_lm_head.weight = disc.electra.embeddings.word_embeddings.weight  # and keep the head tied
         container = nn.ModuleDict({"generator": gen, "discriminator": disc}).to(device)
@@ -254,7 +255,7 @@ def build_hf(preset, objective: str, batch: dict, device: torch.device, bf16: bo
                 disc_in = ids.scatter(1, positions, sampled)
                 disc_labels = (disc_in != ids).long()
             d = disc(input_ids=disc_in, attention_mask=att, token_type_ids=seg, labels=disc_labels)
-            return g.loss + preset.disc_weight * d.loss
+            return g.loss + preset.objective.disc_weight * d.loss
 
     optimizer, clip_params = make_optimizer(container, preset, device)
     graphs = bool(compile) and _compile_kwargs(compile, mode, device).get("mode") == "reduce-overhead"
@@ -303,7 +304,7 @@ def alternating_windows(steps: dict[str, Callable[[int], object]], n: int, repea
 
 def bench_config(preset, objective: str, impls: list[str], device, bf16: bool, args) -> dict:
     """Build each implementation, warm it up, then time alternating windows; returns raw and median figures."""
-    batch = packed_batch(preset.batch_size, preset.seq_len, preset.encoder.vocab_size, device)
+    batch = packed_batch(preset.schedule.batch_size, preset.schedule.seq_len, preset.model.encoder.vocab_size, device)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     runners = [BUILDERS[impl](preset, objective, batch, device, bf16, args.compile_backend, args.compile_mode)
@@ -323,7 +324,7 @@ def bench_config(preset, objective: str, impls: list[str], device, bf16: bool, a
     times, next_step = alternating_windows({r.impl: r.step for r in runners}, n, args.repeats, args.warmup + 1, device)
     for r in runners:
         r.step.check_finite()
-    tokens = n * preset.batch_size * preset.seq_len
+    tokens = n * preset.schedule.batch_size * preset.schedule.seq_len
     out = {}
     if args.profile:  # after the timed windows, so profiling overhead never touches tokens/s
         out["profile"] = {r.impl: profile_runner(r, args.profile, next_step, device) for r in runners}
@@ -452,7 +453,7 @@ def _child(spec: dict) -> None:
     if device.type == "cuda":
         torch.cuda.init()
         torch.cuda.reset_peak_memory_stats(device)
-    batch = packed_batch(preset.batch_size, preset.seq_len, preset.encoder.vocab_size, device)
+    batch = packed_batch(preset.schedule.batch_size, preset.schedule.seq_len, preset.model.encoder.vocab_size, device)
     if spec["impl"] != "baseline":
         runner = BUILDERS[spec["impl"]](preset, spec["objective"], batch, device, spec["bf16"],
                                         spec.get("compile", False))
@@ -469,9 +470,9 @@ def minimal_preset(preset):
     """The same objective on a trivially small model and batch: runs the same code paths (kernels paged in,
     thread pools, allocator) so that peak RSS minus this one is what the model, its optimizer state and its
     activations take."""
-    enc = dataclasses.replace(preset.encoder, vocab_size=64, embedding_size=8, hidden_size=8, num_layers=1,
+    enc = dataclasses.replace(preset.model.encoder, vocab_size=64, embedding_size=8, hidden_size=8, num_layers=1,
                               num_heads=1, ffn_size=16, max_positions=16)
-    return dataclasses.replace(preset, encoder=enc, batch_size=2, seq_len=8, generator_size=8)
+    return preset.with_knobs(encoder=enc, batch_size=2, seq_len=8, generator_size=8)
 
 
 def peak_rss_bytes() -> int:
@@ -499,7 +500,7 @@ def run_child(spec: dict) -> dict:
 
 
 def measure_memory(preset, objective: str, impls: list[str], device, bf16: bool, args) -> dict:
-    base = {"device": str(device), "preset": preset.name, "batch_size": preset.batch_size, "seq_len": preset.seq_len,
+    base = {"device": str(device), "preset": preset.name, "batch_size": preset.schedule.batch_size, "seq_len": preset.schedule.seq_len,
             "objective": objective, "bf16": bf16, "steps": args.memory_steps, "threads": args.threads,
             "compile": args.compile_backend}
     out = {}
@@ -624,7 +625,7 @@ def table(rows: list[dict], header: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--presets", nargs="+", default=["tiny", "small"], choices=presets.names())
-    ap.add_argument("--objectives", nargs="+", default=list(presets.OBJECTIVES), choices=presets.OBJECTIVES)
+    ap.add_argument("--objectives", nargs="+", default=list(OBJECTIVES), choices=OBJECTIVES)
     ap.add_argument("--device", default="cpu", help="cpu | cuda | cuda:N | auto (default cpu)")
     ap.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16"],
                     help="auto (the trainer's): bf16 autocast on CUDA, fp32 on CPU")
@@ -705,7 +706,7 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.time()
             fps = step_flops(preset, objective, args.flops_convention).flops_per_step
             res = bench_config(preset, objective, impls, device, bf16, args)
-            row = {"preset": name, "objective": objective, "batch_size": preset.batch_size, "seq_len": preset.seq_len,
+            row = {"preset": name, "objective": objective, "batch_size": preset.schedule.batch_size, "seq_len": preset.schedule.seq_len,
                    "flops_per_step": fps, **res}
             for impl in impls:
                 row[impl]["mfu"] = fps / row[impl]["step_s"] / peak
@@ -716,7 +717,7 @@ def main(argv: list[str] | None = None) -> int:
                 row["memory"] = measure_memory(preset, objective, impls, device, bf16, args)
             rows.append(row)
             msg = ", ".join(f"{i} {row[i]['tokens_per_s']:,.0f} tok/s" for i in impls)
-            print(f"{name}/{objective} {preset.batch_size}x{preset.seq_len}: {msg} ({time.time() - t0:.0f} s)", file=log)
+            print(f"{name}/{objective} {preset.schedule.batch_size}x{preset.schedule.seq_len}: {msg} ({time.time() - t0:.0f} s)", file=log)
 
     peak_end = measure_peak_flops(device, peak_dtype, n=peak_n)
     header["peak_flops_start_end"] = [peak, peak_end]

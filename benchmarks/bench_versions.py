@@ -55,19 +55,19 @@ def stepper(pkg_name: str, preset_name: str, objective: str, batch_size: int | N
     dev = torch.device("cpu")
     torch.manual_seed(0)
     model = objectives.build(objective, p, special).to(dev)
-    opt = optim.pretraining_optimizer(model, p, dev)
+    opt = optim.pretraining_optimizer(model, p.optim, dev)
     clip = [q for g in opt.param_groups for q in g["params"]]
-    batch = bench_train.packed_batch(p.batch_size, p.seq_len, p.encoder.vocab_size, dev)
+    batch = bench_train.packed_batch(p.schedule.batch_size, p.schedule.seq_len, p.model.encoder.vocab_size, dev)
     bad = torch.zeros((), dtype=torch.bool)
 
     def step(i: int) -> None:
         nonlocal bad
         model.train()
-        optim.set_lr(opt, optim.lr_at(i, 10_000, p.lr, p.warmup_fraction))
+        optim.set_lr(opt, optim.lr_at(i, 10_000, p.optim.lr, p.schedule.warmup_fraction))
         seed = trainer.step_seed(0, i, 0)
         torch.manual_seed(seed)
         rng = torch.Generator(device=dev).manual_seed(seed)
-        r = step_mod.train_step(lambda b, g: model(b, g, padded=False), opt, batch, rng, clip, p.grad_clip, "cpu",
+        r = step_mod.train_step(lambda b, g: model(b, g, padded=False), opt, batch, rng, clip, p.optim.grad_clip, "cpu",
                                 False)
         bad = bad | ~torch.isfinite(r.loss.detach())
 
@@ -75,7 +75,7 @@ def stepper(pkg_name: str, preset_name: str, objective: str, batch_size: int | N
         if bool(bad):
             raise RuntimeError(f"{pkg_name}: non-finite loss")
 
-    return step, check, (p.batch_size, p.seq_len)
+    return step, check, (p.schedule.batch_size, p.schedule.seq_len)
 
 
 def main(argv: list[str] | None = None) -> int:

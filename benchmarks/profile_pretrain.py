@@ -216,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     preset = presets.resolve(args.preset, presets.Overrides(batch_size=args.batch_size, seq_len=args.seq_len))
     data, preset = runner.prepare_data(preset, None, None, 0, True)
     n = args.steps - args.skip
-    print(f"# profile_pretrain  preset={preset.name} {preset.batch_size}x{preset.seq_len}  threads={torch.get_num_threads()}  "
+    print(f"# profile_pretrain  preset={preset.name} {preset.schedule.batch_size}x{preset.schedule.seq_len}  threads={torch.get_num_threads()}  "
           f"torch {torch.__version__}  steps {args.skip + 1}-{args.steps} of {args.steps}, --log-every "
           f"{args.log_every}  load average {[round(x, 2) for x in os.getloadavg()]}")
     for objective in args.objectives:

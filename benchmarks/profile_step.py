@@ -62,11 +62,11 @@ def profile(preset, objective: str, device: torch.device, steps: int, warmup: in
     p = preset.for_objective(objective)
     torch.manual_seed(0)
     model = objectives.build(objective, p, SPECIAL).to(device).train()
-    optimizer = optim.pretraining_optimizer(model, p, device)
+    optimizer = optim.pretraining_optimizer(model, p.optim, device)
     clip_params = [q for g in optimizer.param_groups for q in g["params"]]
-    train = Packed(bench_train.packed_batch(p.batch_size, p.seq_len, p.encoder.vocab_size, device), 1024)
+    train = Packed(bench_train.packed_batch(p.schedule.batch_size, p.schedule.seq_len, p.model.encoder.vocab_size, device), 1024)
     d = type("D", (), {"rank": 0, "device": device})()
-    batches = _Batches(train, _Order(len(train), 0), p.batch_size, p.batch_size, d, 0)
+    batches = _Batches(train, _Order(len(train), 0), p.schedule.batch_size, p.schedule.batch_size, d, 0)
     fps = step_flops(p, objective, "measured").flops_per_step
     bad = torch.zeros((), dtype=torch.bool, device=device)
     times: dict[str, list[float]] = defaultdict(list)
@@ -84,7 +84,7 @@ def profile(preset, objective: str, device: torch.device, steps: int, warmup: in
         t = time.perf_counter()
         batch, padded, seed = batches.get(step)
         t = mark("batch to the device", t)
-        optim.set_lr(optimizer, optim.lr_at(step, total, p.lr, p.warmup_fraction))
+        optim.set_lr(optimizer, optim.lr_at(step, total, p.optim.lr, p.schedule.warmup_fraction))
         seed_dropout(seed, device)
         rng = torch.Generator(device=device).manual_seed(seed)
         t = mark("schedule and generator", t)
@@ -95,7 +95,7 @@ def profile(preset, objective: str, device: torch.device, steps: int, warmup: in
         optimizer.zero_grad(set_to_none=True)
         result.loss.backward()
         t = mark("backward", t)
-        torch.nn.utils.clip_grad_norm_(clip_params, p.grad_clip)
+        torch.nn.utils.clip_grad_norm_(clip_params, p.optim.grad_clip)
         t = mark("clip", t)
         optimizer.step()
         t = mark("optimizer", t)
@@ -131,7 +131,7 @@ def main() -> int:
     device = resolve_device(args.device)
     preset = presets.resolve(args.preset, presets.Overrides(batch_size=args.batch_size, seq_len=args.seq_len))
     results = {o: profile(preset, o, device, args.steps, args.warmup, args.log_every) for o in args.objectives}
-    print(f"# profile_step: {args.preset} {preset.batch_size}x{preset.seq_len}, {device}, "
+    print(f"# profile_step: {args.preset} {preset.schedule.batch_size}x{preset.schedule.seq_len}, {device}, "
           f"{torch.get_num_threads()} threads, {args.steps} steps after {args.warmup}; load average "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     head = "| phase | " + " | ".join(f"{o} ms | {o} share" for o in results) + " |"

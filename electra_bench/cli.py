@@ -246,18 +246,18 @@ def override_options(fn):
                      help="Budget fractions saved and scored, e.g. 0.25,0.5,1, or 7@0.125: 7 log-spaced from "
                           "0.125 to 1 (default: the preset's)."),
     ]
+    before = len(getattr(fn, "__click_params__", []))
     for o in reversed(opts):
         fn = o(fn)
+    # every option above stores into the knob it is named after (run_config.KNOBS): a knob users set is
+    # one option there, and nothing else here
+    knobs = [param.name for param in fn.__click_params__[before:]]
 
     @functools.wraps(fn)
     def wrapper(**kw):
         from .presets import Overrides
 
-        import dataclasses
-
-        # every option above is named after its Overrides field: adding a knob adds no line here
-        ov = Overrides(**{f.name: kw.pop(f.name) for f in dataclasses.fields(Overrides)})
-        return fn(overrides=ov, **kw)
+        return fn(overrides=Overrides(**{name: kw.pop(name) for name in knobs}), **kw)
 
     return wrapper
 

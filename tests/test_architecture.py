@@ -13,7 +13,7 @@ STAGES = {
     "electra_bench": 0, "electra_bench.errors": 0, "electra_bench.special_tokens": 0, "electra_bench.choices": 0,
     "electra_bench.units": 0, "electra_bench.store": 0,
     "electra_bench.data": 1,
-    "electra_bench.model": 2, "electra_bench.model_config": 2, "electra_bench.presets": 2,
+    "electra_bench.model": 2, "electra_bench.model_config": 2, "electra_bench.presets": 2, "electra_bench.run_config": 2,
     "electra_bench.objectives": 3,
     "electra_bench.flops": 4,
     "electra_bench.pretrain": 5,

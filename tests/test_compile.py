@@ -5,7 +5,6 @@ the rest, and with `padded` decided on the host it must be one graph. A `.item()
 data-dependent branch (a host sync on CUDA) would show up here as a graph break.
 """
 
-import dataclasses
 
 import pytest
 import torch
@@ -18,8 +17,7 @@ from electra_bench.special_tokens import DEFAULT as SP
 
 def _model(objective, dropout):
     p = presets.get("tiny").for_objective(objective)
-    p = dataclasses.replace(p, encoder=dataclasses.replace(p.encoder, num_layers=1, vocab_size=300,
-                                                           dropout=dropout))
+    p = p.with_knobs(num_layers=1, vocab_size=300, dropout=dropout)
     torch.manual_seed(0)
     return objectives.build(objective, p, SP)
 
@@ -83,7 +81,7 @@ def test_pretrain_compile_trains_the_compiled_compute_like_eager(objective, tmp_
     from electra_bench.flops.budget import make_plan
 
     p = presets.get("tiny").for_objective(objective)
-    p = dataclasses.replace(p, encoder=dataclasses.replace(p.encoder, num_layers=1))
+    p = p.with_knobs(num_layers=1)
     plan = make_plan(objective, "measured", 3e9, 1e9, (1.0,))
     real = trainer.compile_forward
     losses = {}
@@ -136,7 +134,7 @@ def test_every_objective_compiles_whole_and_never_recompiles(case):
     aot_eager backend traces forward and backward as inductor would, without code generation."""
     objective, knobs = COMPILE_CASES[case]
     p = presets.get("tiny").for_objective(objective)
-    p = dataclasses.replace(p, encoder=dataclasses.replace(p.encoder, num_layers=1, vocab_size=300), **knobs)
+    p = p.with_knobs(num_layers=1, vocab_size=300, **knobs)
     torch.manual_seed(0)
     m = objectives.build(objective, p, SP).train()
     opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
@@ -241,8 +239,7 @@ def test_temperature_warmup_compiles_once(tmp_path, synthetic, monkeypatch):
     from electra_bench.flops.budget import make_plan
 
     p = presets.get("tiny").for_objective("rtd")
-    p = dataclasses.replace(p, encoder=dataclasses.replace(p.encoder, num_layers=1), batch_size=8, seq_len=32,
-                            rtd_temperature=1.0, rtd_temperature_warmup=(3.0, 0.25, 0.75))
+    p = p.with_knobs(num_layers=1, batch_size=8, seq_len=32, rtd_temperature=1.0, rtd_temperature_warmup=(3.0, 0.25, 0.75))
     plan = make_plan("rtd", "measured", 8e9 + 5e8, 1e9, (1.0,))
     real = trainer.compile_forward
     rows = {}

@@ -8,7 +8,7 @@ import shutil
 import pytest
 import torch
 
-from electra_bench import objectives, presets
+from electra_bench import objectives, presets, run_config
 from electra_bench.score.scoring import recipe_for, score_checkpoint
 from electra_bench.experiments.compare import CompareSpec, run_compare
 from electra_bench.flops import step_flops
@@ -87,13 +87,13 @@ def test_a_rerun_skips_and_a_missing_score_is_recomputed_identically(micro_run):
 def test_the_untrained_point_is_both_objectives_initial_encoder(synthetic):
     p = presets.resolve("tiny", presets.Overrides(**dict(MICRO)))
     for seed in (0, 3):
-        untrained = objectives.initial_encoder(p.encoder, seed).state_dict()
+        untrained = objectives.initial_encoder(p.model.encoder, seed).state_dict()
         for objective in ("mlm", "rtd"):
             model, _ = initial_model(objective, p.for_objective(objective), synthetic(16, 32, 300), True, DEFAULT, seed)
             kept = model.backbone().state_dict()
             assert kept.keys() == untrained.keys()
             assert all(torch.equal(kept[k], untrained[k]) for k in kept), (objective, seed)
-    other = objectives.initial_encoder(p.encoder, 1).state_dict()
+    other = objectives.initial_encoder(p.model.encoder, 1).state_dict()
     assert not all(torch.equal(other[k], untrained[k]) for k in other)  # the check can tell seeds apart
 
 
@@ -119,7 +119,7 @@ def test_recipe_for_takes_the_checkpoints_preset_values():
     r = recipe_for({"finetune_lr": 1e-4, "layerwise_lr_decay": 0.9, "seq_len": 32}, "finetune")
     assert (r.lr, r.layerwise_lr_decay, r.max_len, r.protocol) == (1e-4, 0.9, 32, "finetune")
     r = recipe_for({}, "probe")  # an old checkpoint without them: the paper's defaults, length 128
-    assert (r.lr, r.layerwise_lr_decay, r.max_len) == (presets.FINETUNE_LR, presets.LAYERWISE_LR_DECAY, 128)
+    assert (r.lr, r.layerwise_lr_decay, r.max_len) == (run_config.FINETUNE_LR, run_config.LAYERWISE_LR_DECAY, 128)
 
 
 def test_encoder_config_survives_the_checkpoint_json(tmp_path):

@@ -42,7 +42,7 @@ def test_resolve_builds_one_rtd_point_per_size_and_a_bert_point():
     assert [n for n, _, _ in points] == ["gen-0.25", "gen-1", "bert"]
     for name, g, ps in points[:2]:
         assert ps.objectives == ("rtd",) and dict(ps.overrides)["generator_size"] == g
-        assert ps.resolved_preset().generator.hidden_size == int(128 * g)
+        assert ps.resolved_preset().model.generator.hidden_size == int(128 * g)
     assert points[2][2].objectives == ("mlm",) and "generator_size" not in dict(points[2][2].overrides)
     # the id follows the config: the same command resumes, other sizes are another run
     assert spec.run_id() == resolve_spec(generator_sizes="0.25,1", **COMMON).run_id()

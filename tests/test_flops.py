@@ -19,7 +19,7 @@ from electra_bench.flops import StepFlops, inference_flops, measured, paper, ste
 
 
 def _train_flops(preset, objective):
-    return step_flops(preset, objective, "paper").flops_per_step * preset.steps[objective]
+    return step_flops(preset, objective, "paper").flops_per_step * preset.schedule.steps[objective]
 
 
 OFFICIAL = [  # flops_computation.py's MODEL_FLOPS (google-research/electra)
@@ -33,21 +33,21 @@ OFFICIAL = [  # flops_computation.py's MODEL_FLOPS (google-research/electra)
 
 @pytest.mark.parametrize("label,name,objective,changes,expected", OFFICIAL, ids=[o[0] for o in OFFICIAL])
 def test_paper_reproduces_official_train_flops(label, name, objective, changes, expected):
-    preset = dataclasses.replace(presets.get(name), **changes)
+    preset = presets.get(name).with_knobs(**changes)
     assert _train_flops(preset, objective) == pytest.approx(expected, rel=5e-3)
 
 
 def test_paper_preset_shapes_match_the_script():
     small = presets.get("small")
-    assert small.generator.hidden_size == 64 and small.steps == {"rtd": 1_000_000, "mlm": 1_450_000}
-    assert dataclasses.replace(small, generator_size=128).generator.hidden_size == 128
-    assert presets.get("base").generator.hidden_size == 256
+    assert small.model.generator.hidden_size == 64 and small.schedule.steps == {"rtd": 1_000_000, "mlm": 1_450_000}
+    assert small.with_knobs(generator_size=128).model.generator.hidden_size == 128
+    assert presets.get("base").model.generator.hidden_size == 256
 
 
 def test_paper_table1_small_is_generator_128_not_64():
     small = presets.get("small")
     g64 = _train_flops(small, "rtd")
-    g128 = _train_flops(dataclasses.replace(small, generator_size=128), "rtd")
+    g128 = _train_flops(small.with_knobs(generator_size=128), "rtd")
     assert f"{g128:.1e}" == "1.4e+18" and f"{g64:.1e}" == "1.3e+18"
 
 
@@ -64,21 +64,21 @@ def test_paper_step_structure():
         assert sum(s.breakdown.values()) == pytest.approx(s.flops_per_step)
     assert set(rtd.breakdown) == {"generator", "discriminator"} and set(mlm.breakdown) == {"encoder"}
     # per-token formula: a step is batch x seq_len tokens
-    per_token = paper.paper_flops_per_token(p.encoder, p.seq_len, "mlm")
-    assert mlm.forward_flops == pytest.approx(p.batch_size * p.seq_len * per_token)
+    per_token = paper.paper_flops_per_token(p.model.encoder, p.schedule.seq_len, "mlm")
+    assert mlm.forward_flops == pytest.approx(p.schedule.batch_size * p.schedule.seq_len * per_token)
     # batch scales linearly
-    double = step_flops(dataclasses.replace(p, batch_size=2 * p.batch_size), "rtd", "paper")
+    double = step_flops(p.with_knobs(batch_size=2 * p.schedule.batch_size), "rtd", "paper")
     assert double.flops_per_step == pytest.approx(2 * rtd.flops_per_step)
 
 
 def test_paper_formula_terms():
-    cfg = presets.get("small").encoder
+    cfg = presets.get("small").model.encoder
     block = paper.block_flops_per_token(cfg, 128)
     assert block["kqv"] == 6 * 256 * 256 and block["attention_scores"] == 2 * 256 * 128
     emb = paper.input_embedding_flops_per_token(cfg, 128)
     assert emb["word_lookup"] == 2 * 128 * 30522 and emb["projection"] == 2 * 128 * 256
     # no projection when E == H
-    assert "projection" not in paper.input_embedding_flops_per_token(presets.get("base").encoder, 512)
+    assert "projection" not in paper.input_embedding_flops_per_token(presets.get("base").model.encoder, 512)
     head = paper.mlm_head_flops_per_token(cfg)
     assert head["logits"] == pytest.approx(0.15625 * 2 * 128 * 30522)
 
@@ -110,11 +110,7 @@ def test_step_flops_is_cached_and_copies_breakdown():
 
 TINY = presets.get("tiny")
 # factorised embeddings (E != H, so the E->H projection runs), one-head generator, short sequences
-FACTORISED = dataclasses.replace(
-    TINY,
-    encoder=dataclasses.replace(TINY.encoder, vocab_size=2000, embedding_size=64, hidden_size=128, num_layers=1),
-    seq_len=48,
-)
+FACTORISED = TINY.with_knobs(vocab_size=2000, embedding_size=64, hidden_size=128, num_layers=1, seq_len=48)
 
 
 def _flop_counter_train(preset, objective, batch):
@@ -122,7 +118,7 @@ def _flop_counter_train(preset, objective, batch):
     takes the math path and is counted)."""
     torch.manual_seed(0)
     module = objectives.build(objective, preset, special_tokens.DEFAULT).train()
-    ids, seg, att = measured.packed_batch(batch, preset.seq_len, preset.encoder.vocab_size, special_tokens.DEFAULT)
+    ids, seg, att = measured.packed_batch(batch, preset.schedule.seq_len, preset.model.encoder.vocab_size, special_tokens.DEFAULT)
     counter = FlopCounterMode(display=False)
     with counter:
         result = module({"input_ids": ids, "segment_ids": seg, "attention_mask": att}, torch.Generator().manual_seed(0))
@@ -134,8 +130,8 @@ def _flop_counter_train(preset, objective, batch):
 @pytest.mark.parametrize("preset", [TINY, FACTORISED], ids=["tiny", "factorised"])
 def test_measured_matches_flop_counter_mode(preset, objective):
     # dropout > 0 for the reference: with dropout 0 CPU SDPA takes a fused kernel FlopCounterMode misses
-    enc = dataclasses.replace(preset.encoder, dropout=max(preset.encoder.dropout, 0.1))
-    p = dataclasses.replace(preset, batch_size=2, encoder=enc)
+    enc = dataclasses.replace(preset.model.encoder, dropout=max(preset.model.encoder.dropout, 0.1))
+    p = preset.with_knobs(batch_size=2, encoder=enc)
     measured_train = step_flops(p, objective, "measured").flops_per_step
     reference = _flop_counter_train(p, objective, 2)
     assert measured_train == pytest.approx(reference, rel=0.02)
@@ -147,7 +143,7 @@ def test_measured_six_times_macs_and_linear_in_batch():
     assert two.units == pytest.approx(2 * one.units, rel=1e-6)  # per-sample linear: scaling is exact
     s = step_flops(TINY, "rtd")
     assert s.convention == "measured"
-    assert s.forward_flops == pytest.approx(2 * TINY.batch_size * one.units, rel=1e-6)
+    assert s.forward_flops == pytest.approx(2 * TINY.schedule.batch_size * one.units, rel=1e-6)
     assert s.flops_per_step == pytest.approx(3 * s.forward_flops)
     assert sum(s.breakdown.values()) == pytest.approx(s.flops_per_step)
 
@@ -155,8 +151,8 @@ def test_measured_six_times_macs_and_linear_in_batch():
 def test_measured_counts_sdpa_exactly():
     p = TINY
     count = measured.objective_count(p, "mlm", batch=1)
-    cfg = p.encoder
-    T, A, D = p.seq_len, cfg.num_heads, cfg.head_dim
+    cfg = p.model.encoder
+    T, A, D = p.schedule.seq_len, cfg.num_heads, cfg.head_dim
     scores = cfg.num_layers * A * T * T
     assert count.by_operator["scaled_dot_product_attention"] == pytest.approx(scores * 2 * D + scores / 2)
 
@@ -170,7 +166,7 @@ def test_measured_real_presets_have_nothing_unaccounted():
 
 
 def test_measured_inference_tiny():
-    per_seq_forward = step_flops(TINY, "mlm").forward_flops / TINY.batch_size
+    per_seq_forward = step_flops(TINY, "mlm").forward_flops / TINY.schedule.batch_size
     infer = inference_flops(TINY, "measured")
     assert 0.3 * per_seq_forward < infer < per_seq_forward  # no MLM head, no masking
 

@@ -41,11 +41,11 @@ def tokenizer(tmp_path_factory):
     return Tokenizer.train(lines, 600)
 
 
-def small_preset(tokenizer, embedding_size: int, **changes) -> presets.Preset:
+def small_preset(tokenizer, embedding_size: int, **changes) -> presets.RunConfig:
     p = with_vocab(presets.get("tiny"), tokenizer.vocab_size)
-    enc = dataclasses.replace(p.encoder, hidden_size=64, embedding_size=embedding_size, num_layers=2, num_heads=2,
+    enc = dataclasses.replace(p.model.encoder, hidden_size=64, embedding_size=embedding_size, num_layers=2, num_heads=2,
                               ffn_size=128, dropout=0.0, max_positions=64)
-    return dataclasses.replace(p, encoder=enc, seq_len=32, batch_size=4, **changes)
+    return p.with_knobs(encoder=enc, seq_len=32, batch_size=4, **changes)
 
 
 def randomize(module: torch.nn.Module, seed: int = 0) -> None:
@@ -56,7 +56,7 @@ def randomize(module: torch.nn.Module, seed: int = 0) -> None:
             p.copy_(1 + noise if "norm" in name and name.endswith("weight") else noise)
 
 
-def make_checkpoint(root: Path, objective: str, preset: presets.Preset, tokenizer: Tokenizer, seed: int = 0):
+def make_checkpoint(root: Path, objective: str, preset: presets.RunConfig, tokenizer: Tokenizer, seed: int = 0):
     """A pre-training directory holding one checkpoint of `objective` with random weights, written by the
     trainer's own save path (checkpoint.save_encoder with the objective)."""
     module = objectives.build(objective, preset, tokenizer.special)
@@ -67,8 +67,8 @@ def make_checkpoint(root: Path, objective: str, preset: presets.Preset, tokenize
     (out.run_file).write_text(json.dumps({"preset": preset.to_dict(), "plan": {"total_steps": 10},
                                           "data": {"corpus_sha256": "test"}}))
     meta = {"objective": objective, "fraction": 1.0, "step": 10, "train_flops": 1e9, "convention": "measured",
-            "preset": preset.name, "seed": seed, "seq_len": preset.seq_len, "tokenizer": TOKENIZER_FROM_CHECKPOINT,
-            "finetune_lr": preset.finetune_lr, "layerwise_lr_decay": preset.layerwise_lr_decay}
+            "preset": preset.name, "seed": seed, "seq_len": preset.schedule.seq_len, "tokenizer": TOKENIZER_FROM_CHECKPOINT,
+            "finetune_lr": preset.evaluation.finetune_lr, "layerwise_lr_decay": preset.evaluation.layerwise_lr_decay}
     checkpoint.save_encoder(out.checkpoint(1.0), module.backbone(), meta, objective=module)
     return out.checkpoint(1.0), module.eval()
 
@@ -179,7 +179,7 @@ def test_losses_from_transformers_outputs_equal_ours(tmp_path, tokenizer):
             return (ce * weights.flatten()).sum() / weights.sum(), logits
 
         if objective == "mlm":
-            hf = (BertForMaskedLM if preset.encoder.embedding_size == 64 else ElectraForMaskedLM).from_pretrained(
+            hf = (BertForMaskedLM if preset.model.encoder.embedding_size == 64 else ElectraForMaskedLM).from_pretrained(
                 tmp_path / "mlm-hf").eval()
             corrupted = corrupt(ids, positions, weights, m.special, tokenizer.vocab_size, 0.8, 0.1, None,
                                 draws=(noise.corrupt_r, noise.corrupt_tokens))

@@ -7,7 +7,6 @@ thread count, so they are compared exactly only there; elsewhere the losses are 
 in-process checks below (the step against a copy of the pre-change step) still pin the numbers exactly.
 """
 
-import dataclasses
 import hashlib
 import json
 
@@ -98,7 +97,7 @@ def test_initial_weights_and_state_dict_keys_are_unchanged(name, objective):
 def test_fused_qkv_initialises_as_three_projections_drawn_q_k_v():
     """The fused (3H, H) weight holds exactly what separate q, k, v projections initialised in that order
     would draw: checkpoints and numbers are those of a q/k/v model (a converter would be a concatenation)."""
-    H = presets.get("small").encoder.hidden_size
+    H = presets.get("small").model.encoder.hidden_size
     qkv = torch.nn.Linear(H, 3 * H)
     torch.manual_seed(3)
     M.init_weights(qkv)
@@ -111,8 +110,7 @@ def test_fused_qkv_initialises_as_three_projections_drawn_q_k_v():
 
 def _small_like():
     p = presets.get("small")
-    return dataclasses.replace(p, encoder=dataclasses.replace(p.encoder, num_layers=2, vocab_size=1000), seq_len=32,
-                               batch_size=4)
+    return p.with_knobs(num_layers=2, vocab_size=1000, seq_len=32, batch_size=4)
 
 
 def _batches():
@@ -199,7 +197,7 @@ def _legacy_forward(m, batch, rng):
 @pytest.mark.parametrize("kind", ["packed", "padded"])
 @pytest.mark.parametrize("objective", ["mlm", "rtd"])
 def test_the_step_equals_the_pre_change_step_bit_for_bit(objective, kind, temperature):
-    p = dataclasses.replace(_small_like(), rtd_temperature=temperature)
+    p = _small_like().with_knobs(rtd_temperature=temperature)
     b = _batches()[kind]
     torch.manual_seed(0)
     m = objectives.build(objective, p, SP)
@@ -265,7 +263,7 @@ def test_cpu_dropout_follows_the_global_seed_and_is_off_in_eval():
 def test_cpu_attention_with_dropout_is_sdpa_when_nothing_is_dropped(padded):
     """The explicit attention that carries the dropout (CPU, training) computes what SDPA computes: with a
     rate that rounds to 0 of 65536 nothing is dropped, so the two must agree."""
-    cfg = presets.get("small").encoder
+    cfg = presets.get("small").model.encoder
     torch.manual_seed(0)
     attn = M.SelfAttention(cfg).train()
     x = torch.randn(3, 17, cfg.hidden_size)

@@ -62,9 +62,9 @@ def test_corruption_proportions(objective, mask_frac, random_frac):
 
 def test_generator_shares_embeddings_and_has_paper_shape():
     p = presets.get("small")
-    assert (p.generator.hidden_size, p.generator.num_heads, p.generator.ffn_size) == (64, 1, 256)
-    assert p.generator.num_layers == 12
-    m = objectives.build("rtd", dataclasses.replace(p, encoder=dataclasses.replace(p.encoder, num_layers=1)), SP)
+    assert (p.model.generator.hidden_size, p.model.generator.num_heads, p.model.generator.ffn_size) == (64, 1, 256)
+    assert p.model.generator.num_layers == 12
+    m = objectives.build("rtd", p.with_knobs(num_layers=1), SP)
     assert m.generator.embeddings is m.discriminator.embeddings
     assert m.gen_head.word_embeddings.weight is m.discriminator.embeddings.word.weight
     assert m.generator.embed_proj is not m.discriminator.embed_proj  # each model projects E -> its own H
@@ -74,8 +74,8 @@ def test_generator_shares_embeddings_and_has_paper_shape():
 
 def _tiny(**kw):
     p = presets.get("tiny")
-    enc = dataclasses.replace(p.encoder, num_layers=1, vocab_size=kw.pop("vocab_size", 500))
-    return dataclasses.replace(p, encoder=enc, seq_len=32, **kw)
+    enc = dataclasses.replace(p.model.encoder, num_layers=1, vocab_size=kw.pop("vocab_size", 500))
+    return p.with_knobs(encoder=enc, seq_len=32, **kw)
 
 
 

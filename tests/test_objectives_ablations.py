@@ -19,8 +19,8 @@ V = 300
 
 def _preset(**kw):
     p = presets.get("tiny")
-    enc = dataclasses.replace(p.encoder, num_layers=1, vocab_size=kw.pop("vocab_size", V))
-    return dataclasses.replace(p, encoder=enc, **{"seq_len": 32, "batch_size": 8, **kw})
+    enc = dataclasses.replace(p.model.encoder, num_layers=1, vocab_size=kw.pop("vocab_size", V))
+    return p.with_knobs(encoder=enc, **{"seq_len": 32, "batch_size": 8, **kw})
 
 
 def _batch(B=8, T=32, vocab=V, seed=0):
@@ -49,7 +49,7 @@ def test_every_ablation_is_a_full_objective_on_the_initial_encoder(objective):
     m = _build(objective, seed=7)
     assert isinstance(m.backbone(), Encoder)
     # the kept encoder is constructed first: it is the 'untrained' point every objective starts from
-    init = objectives.initial_encoder(_preset().encoder, 7).state_dict()
+    init = objectives.initial_encoder(_preset().model.encoder, 7).state_dict()
     kept = m.backbone().state_dict()
     assert kept.keys() == init.keys() and all(torch.equal(kept[k], init[k]) for k in init)
     m.init_output_priors(torch.log_softmax(torch.randn(V), 0))
@@ -193,15 +193,15 @@ def test_paper_flops_of_the_ablations_follow_the_formula():
 
     p = presets.get("small")
     f = {o: step_flops(p, o, "paper") for o in ALL_OBJECTIVES}
-    tokens = p.batch_size * p.seq_len
+    tokens = p.schedule.batch_size * p.schedule.seq_len
     # ELECTRA 15% computes what ELECTRA computes: only which positions carry loss differs
     assert f["rtd-15"].flops_per_step == f["rtd"].flops_per_step
     # Replace MLM: RTD's generator plus a BERT model
     assert f["replace-mlm"].breakdown == {"generator": f["rtd"].breakdown["generator"],
                                           "encoder": f["mlm"].breakdown["encoder"]}
     # All-Tokens MLM: the MLM head at every position instead of 15.625%, plus the copy head
-    head = sum(paper.mlm_head_flops_per_token(p.encoder, 1.0).values())
-    copy = 2 * p.encoder.hidden_size + 1 + 4 + 1 + 3 * p.encoder.vocab_size
+    head = sum(paper.mlm_head_flops_per_token(p.model.encoder, 1.0).values())
+    copy = 2 * p.model.encoder.hidden_size + 1 + 4 + 1 + 3 * p.model.encoder.vocab_size
     extra = 2 * tokens * ((1 - paper.OUTPUT_FRAC) * head + copy)
     assert f["alltokens-mlm"].flops_per_step == pytest.approx(f["replace-mlm"].flops_per_step + extra, rel=1e-12)
     assert f["alltokens-mlm"].breakdown["copy_head"] == pytest.approx(2 * tokens * copy)
@@ -231,10 +231,10 @@ def test_measured_ablation_flops_match_flop_counter_mode(objective):
     from electra_bench.flops import measured, step_flops
 
     p = _preset(batch_size=2)
-    p = dataclasses.replace(p, encoder=dataclasses.replace(p.encoder, dropout=0.1))  # CPU SDPA's math path
+    p = p.with_knobs(dropout=0.1)  # CPU SDPA's math path
     torch.manual_seed(0)
     m = objectives.build(objective, p, SP).train()
-    ids, seg, att = measured.packed_batch(2, p.seq_len, V, SP)
+    ids, seg, att = measured.packed_batch(2, p.schedule.seq_len, V, SP)
     counter = FlopCounterMode(display=False)
     with counter:
         m({"input_ids": ids, "segment_ids": seg, "attention_mask": att}, torch.Generator().manual_seed(0)).loss.backward()
@@ -257,6 +257,6 @@ def test_flops_command_takes_every_objective():
 
     out = json.loads(_cli("flops", "--preset", "small", "--objective", "alltokens-mlm", "--convention", "paper", "--json"))
     p = presets.get("small")
-    assert out["objective"] == "alltokens-mlm" and out["steps"] == p.full_steps("alltokens-mlm") == p.steps["rtd"]
+    assert out["objective"] == "alltokens-mlm" and out["steps"] == p.schedule.full_steps("alltokens-mlm") == p.schedule.steps["rtd"]
     assert out["flops_per_step"] == step_flops(p, "alltokens-mlm", "paper").flops_per_step
     assert set(out["breakdown"]) == {"generator", "encoder", "copy_head"}

@@ -13,6 +13,7 @@ from scipy.stats import chisquare
 from electra_bench import objectives, presets
 from electra_bench.errors import BenchError
 from electra_bench.flops import step_flops
+from electra_bench.run_config import SECTIONS, RunConfig
 from electra_bench.special_tokens import DEFAULT as SP
 
 from batches import random_batch
@@ -22,8 +23,17 @@ V = 300
 
 def _preset(layers=1, **kw):
     p = presets.get("tiny")
-    enc = dataclasses.replace(p.encoder, num_layers=layers, vocab_size=kw.pop("vocab_size", V))
-    return dataclasses.replace(p, encoder=enc, **{"seq_len": 32, "batch_size": 8, **kw})
+    enc = dataclasses.replace(p.model.encoder, num_layers=layers, vocab_size=kw.pop("vocab_size", V))
+    return p.with_knobs(encoder=enc, **{"seq_len": 32, "batch_size": 8, **kw})
+
+
+def _schema1(p):
+    """`p` as run.json held it before the config tree: one flat dict."""
+    d = p.to_dict()
+    flat = {k: d[k] for k in ("name", "description", "source", "objective_overrides")}
+    for section in SECTIONS:
+        flat.update({k: v for k, v in d[section].items() if k != "generator"})
+    return flat
 
 
 def _batch(B=8, T=32, vocab=V, seed=0):
@@ -50,21 +60,23 @@ def _disc_input(m, batch, seed=4):
 
 def test_defaults_are_the_papers_electra():
     p = presets.get("small")
-    assert (p.gen_weight, p.disc_weight, p.generator_layers, p.uniform_generator, p.embedding_sharing,
-            p.untied_generator, p.disallow_correct, p.rtd_temperature, p.warmup_steps) == (
+    assert (p.objective.gen_weight, p.objective.disc_weight, p.model.generator_layers, p.model.uniform_generator, p.model.embedding_sharing,
+            p.model.untied_generator, p.objective.disallow_correct, p.objective.rtd_temperature, p.schedule.warmup_steps) == (
         1.0, 50.0, 1.0, False, "shared", True, False, 1.0, None)
-    # recorded with the run (provenance and run.json hold the preset dict) when changed; at their defaults
-    # they are left out, so runs stored before the knobs existed keep their identity
+    # recorded with the run (provenance and run.json hold the config) and read back; a run.json written
+    # before the knobs existed (schema 1, flat, without them) reads back at their defaults
     knobs = {"gen_weight": 0.5, "generator_layers": 0.5, "uniform_generator": True, "embedding_sharing": "gdes",
-             "untied_generator": False, "warmup_steps": 100}
-    assert not set(knobs) & set(p.to_dict())
+             "warmup_steps": 100}
     for k, v in knobs.items():
-        assert dataclasses.replace(p, **{k: v}).to_dict()[k] == v
+        changed = p.with_knobs(**{k: v})
+        assert RunConfig.from_dict(json.loads(json.dumps(changed.to_dict()))) == changed != p
+    flat = {k: v for k, v in _schema1(p).items() if k not in knobs}
+    assert RunConfig.from_dict(flat) == p
 
 
 def test_generator_layers():
     p = _preset(layers=4, generator_layers=0.5)
-    assert p.generator.num_layers == 2 and _preset(layers=4, generator_layers=3).generator.num_layers == 3
+    assert p.model.generator.num_layers == 2 and _preset(layers=4, generator_layers=3).model.generator.num_layers == 3
     torch.manual_seed(0)
     m = objectives.build("rtd", p, SP)
     assert len(m.generator.layers) == 2 and len(m.discriminator.layers) == 4
@@ -111,7 +123,7 @@ def test_untied_generator_embeddings():
         assert m.gen_head.word_embeddings is m.generator.embeddings.word
         m(_batch(), torch.Generator().manual_seed(0)).loss.backward()
         assert (_grad_abs(m.discriminator.embeddings.parameters()) > 0) == reaches
-    assert _preset(embedding_sharing="untied").generator.embedding_size == _preset().generator.hidden_size
+    assert _preset(embedding_sharing="untied").model.generator.embedding_size == _preset().model.generator.hidden_size
 
 
 def test_tied_generator_is_the_discriminator():
@@ -123,7 +135,7 @@ def test_tied_generator_is_the_discriminator():
         m(_batch(), torch.Generator().manual_seed(0)).loss.backward()
         assert (_grad_abs(m.discriminator.layers.parameters()) > 0) == (not untied)
     tied = _preset(untied_generator=False)
-    assert tied.generator == tied.encoder
+    assert tied.model.generator == tied.model.encoder
     with pytest.raises(BenchError, match="shares every weight"):
         objectives.build("rtd", _preset(untied_generator=False, embedding_sharing="untied"), SP)
 
@@ -169,14 +181,14 @@ def test_warmup_steps_replace_the_fraction(tmp_path, synthetic):
     from electra_bench.flops.budget import make_plan
     from electra_bench.pretrain.trainer import TrainOptions, pretrain
 
-    p = dataclasses.replace(_preset(warmup_steps=4), warmup_fraction=0.0)
-    assert p.warmup_for(8) == 0.5 and dataclasses.replace(p, warmup_steps=None).warmup_for(8) == 0.0
+    p = _preset(warmup_steps=4).with_knobs(warmup_fraction=0.0)
+    assert p.schedule.warmup_for(8) == 0.5 and p.with_knobs(warmup_steps=None).schedule.warmup_for(8) == 0.0
     plan = make_plan("mlm", "measured", 8e9 + 5e8, 1e9, (1.0,))
     pretrain(p, plan, synthetic(64, 32, V), None, SP, tmp_path,
              TrainOptions(quiet=True, log_every=1, peak_flops=1e11))
     lrs = {r["step"]: r["lr"] for r in map(json.loads, open(tmp_path / "log.jsonl")) if "lr" in r}
-    assert lrs[1] == pytest.approx(p.lr * 1 / 4) and lrs[3] == pytest.approx(p.lr * 3 / 4 * (1 - 2 / 8))
-    assert lrs[5] == pytest.approx(p.lr * (1 - 4 / 8))
+    assert lrs[1] == pytest.approx(p.optim.lr * 1 / 4) and lrs[3] == pytest.approx(p.optim.lr * 3 / 4 * (1 - 2 / 8))
+    assert lrs[5] == pytest.approx(p.optim.lr * (1 - 4 / 8))
 
 
 def test_cli_overrides_reach_the_recorded_preset():
@@ -187,10 +199,11 @@ def test_cli_overrides_reach_the_recorded_preset():
          "--temperature", "0.5", "--warmup-steps", "100"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     p = json.loads(proc.stdout)["preset"]
-    assert (p["generator_layers"], p["uniform_generator"], p["embedding_sharing"], p["disallow_correct"],
-            p["gen_weight"], p["disc_weight"], p["rtd_temperature"], p["warmup_steps"]) == (
-        0.5, True, "untied", True, 2.0, 20.0, 0.5, 100)
-    assert p["generator"]["num_layers"] == 6 and "untied_generator" not in p  # at its default: left out
+    model, objective = p["model"], p["objective"]
+    assert (model["generator_layers"], model["uniform_generator"], model["embedding_sharing"],
+            objective["disallow_correct"], objective["gen_weight"], objective["disc_weight"],
+            objective["rtd_temperature"], p["schedule"]["warmup_steps"]) == (0.5, True, "untied", True, 2.0, 20.0, 0.5, 100)
+    assert model["generator"]["num_layers"] == 6 and model["untied_generator"] is True and p["schema"] == 2
 
 
 def test_resolve_refuses_contradictions():
@@ -198,7 +211,7 @@ def test_resolve_refuses_contradictions():
         presets.resolve("small", presets.Overrides(untied_generator=False, embedding_sharing="untied"))
     with pytest.raises(BenchError, match="embedding sharing 'both'"):
         presets.resolve("small", presets.Overrides(embedding_sharing="both"))
-    assert presets.resolve("small", presets.Overrides(untied_generator=False)).untied_generator is False
+    assert presets.resolve("small", presets.Overrides(untied_generator=False)).model.untied_generator is False
 
 
 # ---------------------------------------------------------------- DeBERTaV3's gradient-disentangled sharing
@@ -255,7 +268,7 @@ def test_gdes_is_for_a_discriminator_and_a_cli_choice():
         objectives.build("replace-mlm", _preset(embedding_sharing="gdes"), SP)
     with pytest.raises(BenchError, match="gdes"):
         objectives.build("rtd", _preset(embedding_sharing="gdes", untied_generator=False), SP)
-    assert presets.resolve("tiny", presets.Overrides(embedding_sharing="gdes")).embedding_sharing == "gdes"
+    assert presets.resolve("tiny", presets.Overrides(embedding_sharing="gdes")).model.embedding_sharing == "gdes"
     p = _preset(embedding_sharing="gdes")
     assert step_flops(p, "rtd", "paper").flops_per_step == step_flops(_preset(), "rtd", "paper").flops_per_step
     assert objectives.parameter_counts(p)["generator"] == objectives.parameter_counts(_preset())["generator"]
@@ -305,12 +318,11 @@ def _stop_at(step):
 
 def test_temperature_warmup_schedule():
     p = _preset(rtd_temperature=1.0, rtd_temperature_warmup=(3.0, 0.25, 0.75))
-    got = [p.temperature_at(f) for f in (0.0, 0.2, 0.25, 0.5, 0.75, 0.9)]
+    got = [p.objective.temperature_at(f) for f in (0.0, 0.2, 0.25, 0.5, 0.75, 0.9)]
     assert got == pytest.approx([3.0, 3.0, 3.0, 2.0, 1.0, 1.0])
-    assert _preset(rtd_temperature=2.0).temperature_at(0.1) == 2.0  # no warm-up: constant
-    assert "rtd_temperature_warmup" not in _preset().to_dict()  # at its default: earlier runs keep their identity
-    restored = presets.Preset.from_dict(json.loads(json.dumps(p.to_dict())))
-    assert restored.rtd_temperature_warmup == (3.0, 0.25, 0.75)
+    assert _preset(rtd_temperature=2.0).objective.temperature_at(0.1) == 2.0  # no warm-up: constant
+    restored = RunConfig.from_dict(json.loads(json.dumps(p.to_dict())))
+    assert restored.objective.rtd_temperature_warmup == (3.0, 0.25, 0.75)
     for bad in ((0.0, 0.1, 0.2), (2.0, 0.5, 0.25), (2.0, 0.1, 1.5)):
         with pytest.raises(BenchError, match="--temperature-warmup"):
             presets.resolve("tiny", presets.Overrides(rtd_temperature_warmup=bad))
@@ -346,7 +358,7 @@ def test_temperature_warmup_on_the_command_line(tmp_path):
             "--budget", "1%", "--show-config"]
     ok = subprocess.run(base + ["--temperature-warmup", "2:0.125:0.25"], capture_output=True, text=True, timeout=300)
     assert ok.returncode == 0, ok.stderr
-    assert json.loads(ok.stdout)["preset"]["rtd_temperature_warmup"] == [2.0, 0.125, 0.25]
+    assert json.loads(ok.stdout)["preset"]["objective"]["rtd_temperature_warmup"] == [2.0, 0.125, 0.25]
     for bad, says in (("2:0.1", "T:HOLD:END"), ("2:0.5:0.25", "HOLD <= END")):
         proc = subprocess.run(base + ["--temperature-warmup", bad], capture_output=True, text=True, timeout=300)
         assert proc.returncode == 2 and says in proc.stderr and "Traceback" not in proc.stderr

@@ -5,7 +5,6 @@ ops that read a value back (`.item()`, `bool(tensor)`, data-dependent shapes) pe
 `after_step` hooks. Log steps read the metrics on purpose (and the non-finite-loss flag there)."""
 
 import collections
-import dataclasses
 
 import pytest
 import torch
@@ -83,8 +82,7 @@ def bypassing_reads(monkeypatch):
 def test_no_host_read_between_log_steps(case, tmp_path, synthetic, bypassing_reads):
     objective, knobs = CASES[case]
     p = presets.get("tiny").for_objective(objective)
-    p = dataclasses.replace(p, encoder=dataclasses.replace(p.encoder, num_layers=1), batch_size=8, seq_len=32,
-                            **knobs)
+    p = p.with_knobs(num_layers=1, batch_size=8, seq_len=32, **knobs)
     plan = make_plan(objective, "measured", 12.5e9, 1e9, (1.0,))
     counter = ReadCounter()
     opts = trainer.TrainOptions(quiet=True, log_every=5, peak_flops=1e11, diagnostics_every=0,
@@ -112,7 +110,7 @@ def test_the_count_sees_a_read_in_the_step(read, tmp_path, synthetic, bypassing_
     real = trainer._FiniteLoss.add
     monkeypatch.setattr(trainer._FiniteLoss, "add", lambda self, loss: (real(self, loss), getattr(loss, read)())[0])
     p = presets.get("tiny").for_objective("mlm")
-    p = dataclasses.replace(p, encoder=dataclasses.replace(p.encoder, num_layers=1), batch_size=8, seq_len=32)
+    p = p.with_knobs(num_layers=1, batch_size=8, seq_len=32)
     plan = make_plan("mlm", "measured", 6.5e9, 1e9, (1.0,))
     counter = ReadCounter()
     data = bypassing_reads(counter, synthetic(64, 32, 2048))

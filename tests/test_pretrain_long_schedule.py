@@ -128,7 +128,7 @@ _STEPS = textwrap.dedent("""
 
     p = presets.resolve("tiny", presets.Overrides(seq_len=16, batch_size=4, vocab_size=64))
     total = int(sys.argv[1])
-    plan = make_plan("rtd", "measured", total + 0.5, 1.0, p.checkpoint_fractions, batch_size=p.batch_size)
+    plan = make_plan("rtd", "measured", total + 0.5, 1.0, p.schedule.checkpoint_fractions, batch_size=p.schedule.batch_size)
     opts = TrainOptions(device="cpu", quiet=True, log_every=10, heldout_batches=1, peak_flops=1e12,
                         after_step=(enough,))
     try:

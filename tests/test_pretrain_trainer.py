@@ -1,4 +1,3 @@
-import dataclasses
 import json
 import os
 import subprocess
@@ -19,8 +18,7 @@ FRACS = (1 / 16, 1 / 8, 1 / 4, 1 / 2, 1.0)
 
 def _preset(**kw):
     p = presets.get("tiny")
-    return dataclasses.replace(p, encoder=dataclasses.replace(p.encoder, num_layers=1, vocab_size=300),
-                               batch_size=8, seq_len=32, **kw)
+    return p.with_knobs(num_layers=1, vocab_size=300, batch_size=8, seq_len=32, **kw)
 
 
 def _kill_after(step):

@@ -16,7 +16,7 @@ def _tiny(**enc):
     p = presets.get("tiny")
     import dataclasses
 
-    return dataclasses.replace(p, encoder=dataclasses.replace(p.encoder, **enc)) if enc else p
+    return p.with_knobs(**enc) if enc else p
 
 
 def _batch(B=8, T=32, V=500, seed=0):
@@ -58,7 +58,7 @@ def test_rtd_discriminator_starts_from_the_untrained_encoder():
     torch.manual_seed(3)
     rtd = objectives.build("rtd", p, SP)
     torch.manual_seed(3)
-    init = Encoder(p.encoder)
+    init = Encoder(p.model.encoder)
     torch.manual_seed(3)
     mlm = objectives.build("mlm", p.for_objective("mlm"), SP)
     for name, t in init.state_dict().items():

@@ -46,7 +46,7 @@ class Experiment:
     run: RunDir
     tasks: list
     data: object
-    preset: presets.Preset
+    preset: presets.RunConfig
     budget: float
     plans: dict
     provenance: dict
@@ -126,7 +126,7 @@ def build_jobs(spec: CompareSpec, plans: dict, tasks: list, preset, layout: RunL
     names = [t.spec.name for t in tasks]
     sizes = {t.spec.name: (len(t.splits.get("train", [])), sum(len(v) for k, v in t.splits.items()
                                                                   if k.startswith("dev"))) for t in tasks}
-    recipe = recipe_for({"seq_len": preset.seq_len}, spec.protocol, probe_pool=spec.probe_pool,
+    recipe = recipe_for({"seq_len": preset.schedule.seq_len}, spec.protocol, probe_pool=spec.probe_pool,
                         probe_examples=spec.probe_examples, max_eval_examples=spec.max_eval_examples)
     forward = sizing.forward_flops_per_sequence(preset, recipe.max_len, spec.convention)
     cost = {n: sizing.task_flops(forward, spec.protocol, *sizes[n], recipe.epochs_for(n), len(seeds),

@@ -29,8 +29,9 @@ def _score_reference(spec: CompareSpec, ref: Reference, names: list[str]) -> lis
     with thread_limits(spec.threads):
         encoder, tokenizer, meta = load_scorable(ref.source)
         tasks = load_tasks(spec.source, names)
+        seq_len = spec.resolved_preset().schedule.seq_len
         recipe = recipe_for({"finetune_lr": meta.get("finetune_lr"), "layerwise_lr_decay": meta.get("layerwise_lr_decay"),
-                             "seq_len": spec.resolved_preset().seq_len}, spec.protocol, probe_pool=spec.probe_pool,
+                             "seq_len": seq_len}, spec.protocol, probe_pool=spec.probe_pool,
                             probe_examples=spec.probe_examples, max_eval_examples=spec.max_eval_examples)
         params = count_parameters(encoder)
         rows = score_encoder(encoder, tokenizer, tasks, list(range(spec.seeds)), recipe, resolve_device(spec.device))

@@ -16,7 +16,6 @@ a measured large bf16 matmul on an H200 reaches about 750 TFLOP/s). The rate say
 
 from __future__ import annotations
 
-import dataclasses
 import heapq
 from dataclasses import dataclass
 from typing import Callable
@@ -36,7 +35,7 @@ GLUE_SIZES = {"cola": (8551, 1043), "sst2": (67349, 872), "mrpc": (3668, 408), "
 
 def forward_flops_per_sequence(preset, max_len: int, convention: str) -> float:
     """One forward of the fine-tuned encoder on one sequence of `max_len` tokens."""
-    return inference_flops(dataclasses.replace(preset, seq_len=max_len), convention)
+    return inference_flops(preset.with_knobs(seq_len=max_len), convention)
 
 
 def task_flops(forward: float, protocol: str, n_train: int, n_eval: int, epochs: int, seeds: int,

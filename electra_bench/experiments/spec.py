@@ -57,7 +57,7 @@ class CompareSpec:
     quick: bool = False
     long: bool = False
     threads: int = 1
-    overrides: tuple[tuple[str, object], ...] = ()  # preset fields changed on the command line
+    overrides: tuple[tuple[str, object], ...] = ()  # knobs changed on the command line (run_config.KNOBS)
     objectives: tuple[str, ...] = OBJECTIVES  # what is pre-trained and scored (with the untrained encoder)
     # where and how wide it runs: not part of the identity (the numbers do not depend on it)
     device: str = field(default="auto", compare=False)
@@ -85,8 +85,7 @@ class CompareSpec:
         auto_jobs, auto_threads = default_parallelism(len(objectives) * n_pretrain)
         if device not in ("auto", "cpu"):
             auto_jobs, auto_threads = 1, auto_threads * auto_jobs
-        ov = tuple(sorted((k, v) for k, v in dataclasses.asdict(overrides).items()
-                          if v is not None)) if overrides is not None else ()
+        ov = tuple(sorted(overrides.items())) if overrides is not None else ()
         spec = cls(
             preset=name,
             budget=str(budget or base["budget"]),
@@ -139,7 +138,7 @@ class CompareSpec:
         mode = "-quick" if self.quick else "-long" if self.long else ""
         return f"{kind}-{self.preset}{mode}-{digest}"
 
-    def resolved_preset(self) -> presets.Preset:
+    def resolved_preset(self) -> presets.RunConfig:
         return presets.resolve(self.preset, presets.Overrides(**dict(self.overrides)))
 
 

@@ -129,21 +129,21 @@ def resolve_spec(*, generator_sizes=None, pretrain_seeds=None, jobs=None, thread
                  **compare_options) -> SweepSpec:
     """Check the sizes and the overrides (before anything is created) and resolve compare's spec."""
     if overrides is not None:
-        if overrides.generator_size is not None:
+        if overrides.get("generator_size") is not None:
             raise BenchError(f"--generator-size sets one generator; a sweep takes its sizes from {SIZES_OPTION} "
                              f"(e.g. {SIZES_OPTION} 0.25,0.5)")
-        if overrides.uniform_generator:
+        if overrides.get("uniform_generator"):
             raise BenchError("--uniform-generator has no generator model to size: a sweep needs a learned generator")
-        if overrides.untied_generator is False:
+        if overrides.get("untied_generator") is False:
             raise BenchError("--tied-generator makes the generator the discriminator itself: a sweep needs an "
                              "untied generator")
     sizes = parse_sizes(generator_sizes)
     base = CompareSpec.resolve(objectives=OBJECTIVES, pretrain_seeds=pretrain_seeds or SWEEP_DEFAULT_PRETRAIN_SEEDS,
                                jobs=jobs, threads=threads, overrides=overrides, **compare_options)
     p = base.resolved_preset().for_objective("rtd")
-    if p.uniform_generator or not p.untied_generator:
+    if p.model.uniform_generator or not p.model.untied_generator:
         raise BenchError(f"preset {p.name} has no separate learned generator to size")
-    hidden = p.encoder.hidden_size
+    hidden = p.model.encoder.hidden_size
     seen: dict[int, float] = {}
     for g in sizes:
         h = generator_hidden(hidden, g)
@@ -197,7 +197,7 @@ def sweep_rows(points: Sequence[Mapping[str, Any]], task_specs) -> list[dict]:
     out = []
     for pt in points:
         p = pt["preset"].for_objective(pt["objective"])
-        d_hidden = p.encoder.hidden_size
+        d_hidden = p.model.encoder.hidden_size
         entries = [(pt["objective"], pt["objective"])]
         if pt["objective"] == "mlm":
             entries.append(("init", "init"))
@@ -206,7 +206,7 @@ def sweep_rows(points: Sequence[Mapping[str, Any]], task_specs) -> list[dict]:
             if final is None:
                 continue
             g = pt["generator_size"] if kind == "rtd" else None
-            g_hidden = p.generator.hidden_size if kind == "rtd" else None
+            g_hidden = p.model.generator.hidden_size if kind == "rtd" else None
             out.append({
                 "point": pt["name"],
                 "objective": objective,
@@ -311,7 +311,7 @@ def _write_result(run, spec: SweepSpec, p, budget: float, tasks, points, exps, w
                         "scores": exp.run.scores()}
                        for (name, g, ps, pp, _), (_, _, exp) in zip(points, exps)], task_specs)
     suite = "GLUE score" if glue_score.is_glue(list(task_specs)) else "suite mean"
-    result = {"run_id": run.run_id, "preset": p.name, "discriminator_hidden": p.encoder.hidden_size,
+    result = {"run_id": run.run_id, "preset": p.name, "discriminator_hidden": p.model.encoder.hidden_size,
               "budget_flops": budget, "flop_convention": base.convention, "protocol": base.protocol,
               "tasks": list(task_specs), "aggregate": suite, "generator_sizes": list(spec.generator_sizes),
               "points": {name: f"points/{name}" for name, *_ in points}, "rows": rows, **work}
@@ -332,7 +332,7 @@ def plan_sweep(spec: SweepSpec, root: str | Path, run_id: str | None = None, n_d
     layout = RunLayout(Path(root) / (run_id or spec.run_id()))
     jobs, rates = [], {}
     where = target.resolve(base)
-    for name, _, ps, pp, plans in _points(spec, p.encoder.vocab_size, budget):
+    for name, _, ps, pp, plans in _points(spec, p.model.encoder.vocab_size, budget):
         jobs += build_jobs(ps, plans, tasks, pp, RunLayout(layout.points / name), None, prefix=f"{name}/",
                            include_init=name == BERT_POINT)
         rates.update({f"{name}/pretrain/{o}": where.pretrain_rate(pp.for_objective(o), o, plans[o], base.gpus_per_run)

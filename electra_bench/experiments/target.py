@@ -48,23 +48,24 @@ class Target:
                                   f"an {self.kind.name} ({self.why}; --device-kind names another)", "cuda",
                                   bf16=True, world=spec.gpus_per_run)
 
-    def pretrain_rate(self, preset: presets.Preset, objective: str, plan, gpus: int = 1) -> sizing.Rate:
+    def pretrain_rate(self, preset: presets.RunConfig, objective: str, plan, gpus: int = 1) -> sizing.Rate:
         """The speed of one device of this kind pre-training `objective` on `preset` (resolved, for that
         objective), in FLOP/s of `plan`'s convention."""
         peak = self.kind.peak_flops
         if _is_registered_model(preset, objective):
-            per_device = max(1, preset.batch_size // max(1, gpus))
-            found = hardware.measured_speed(preset.name, objective, preset.seq_len, per_device)
+            per_device = max(1, preset.schedule.batch_size // max(1, gpus))
+            found = hardware.measured_speed(preset.name, objective, preset.schedule.seq_len, per_device)
             own = [m for m in found if m.device_kind == self.kind.name]
             m = (own or found or [None])[0]
             if m is not None:
                 measured_kind = hardware.KINDS[m.device_kind]
                 tokens_per_s = m.tokens_per_s * peak / measured_kind.peak_flops  # the same share of the peak
-                flops_per_s = tokens_per_s * plan.flops_per_step / (preset.batch_size * preset.seq_len)
+                tokens_per_step = preset.schedule.batch_size * preset.schedule.seq_len
+                flops_per_s = tokens_per_s * plan.flops_per_step / tokens_per_step
                 how = ("measured on this kind" if own else
                        f"measured on {m.device_kind}, carried over at the same share of the datasheet peak")
                 at = (f"{m.batch_size} x {m.seq_len} per device, {m.mode}, bf16; this run: {per_device} x "
-                      f"{preset.seq_len} per device")
+                      f"{preset.schedule.seq_len} per device")
                 source = (f"{how}: {m.tokens_per_s:,.0f} tokens/s ({m.mfu:.1%} MFU of its measured "
                           f"{m.measured_peak / 1e12:.0f} TFLOP/s peak) at {at}; torch {m.torch}, {m.date}, "
                           f"{m.source}")
@@ -121,12 +122,11 @@ def _here(spec: CompareSpec) -> str:
     return "cuda" if spec.device.startswith("cuda") or (spec.device == "auto" and _has_gpu()) else "cpu"
 
 
-def _is_registered_model(preset: presets.Preset, objective: str) -> bool:
+def _is_registered_model(preset: presets.RunConfig, objective: str) -> bool:
     """The preset computes what its registered namesake does (a measured speed holds for that model only)."""
     try:
         registered = presets.get(preset.name).for_objective(objective)
     except BenchError:  # a preset built in code, not registered: nothing was measured on it
         return False
     mine = preset.for_objective(objective)
-    return (mine.encoder, mine.generator, mine.seq_len) == (registered.encoder, registered.generator,
-                                                             registered.seq_len)
+    return (mine.model, mine.schedule.seq_len) == (registered.model, registered.schedule.seq_len)

@@ -7,6 +7,7 @@ disk, so a worker reads it back), so a job is a plain picklable call that any en
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import pickle
@@ -113,15 +114,15 @@ def score_job(spec: CompareSpec, label: str, pretrain_seed: int, points: list[tu
     with thread_limits(spec.threads):
         data, p, _, _ = prepare(spec)
         tasks = tasks_of(spec.source, spec.tasks)
-        recipe = recipe_for({"finetune_lr": p.finetune_lr, "layerwise_lr_decay": p.layerwise_lr_decay,
-                             "seq_len": p.seq_len}, spec.protocol, probe_pool=spec.probe_pool,
+        recipe = recipe_for({**dataclasses.asdict(p.evaluation), "seq_len": p.schedule.seq_len}, spec.protocol,
+                            probe_pool=spec.probe_pool,
                             probe_examples=spec.probe_examples, max_eval_examples=spec.max_eval_examples)
         device = resolve_device(spec.device)
         rows, stored = [], []
         for fraction, step, flops, ckpt in points:
             names = todo[fraction]
             if ckpt is None:
-                encoder = initial_encoder(p.encoder, pretrain_seed)
+                encoder = initial_encoder(p.model.encoder, pretrain_seed)
             else:
                 encoder = checkpoint.load_encoder(ckpt)[0]
             records: dict = {}

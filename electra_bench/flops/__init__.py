@@ -5,7 +5,7 @@
 * "paper": the ELECTRA paper's analytic formula (the official `flops_computation.py`), which
   reproduces the paper's numbers (`flops/paper.py`).
 
-    step_flops(preset, "rtd").flops_per_step * preset.steps["rtd"]   # total pre-training FLOPs
+    step_flops(preset, "rtd").flops_per_step * preset.schedule.steps["rtd"]   # total pre-training FLOPs
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from .paper import paper_inference_flops, paper_step
 @dataclass(frozen=True)
 class StepFlops:
     convention: str  # "measured" | "paper"
-    flops_per_step: float  # training FLOPs of ONE optimizer step at preset.batch_size x preset.seq_len
+    flops_per_step: float  # training FLOPs of ONE optimizer step at batch_size x seq_len
     forward_flops: float  # forward-only FLOPs of that step, same convention
     # training FLOPs of the step by part, summing to flops_per_step: {"encoder"} (mlm),
     # {"generator", "discriminator"} (rtd, rtd-15), {"generator", "encoder"} (replace-mlm) or
@@ -57,7 +57,7 @@ def step_flops(preset, objective: str, convention: str = "measured") -> StepFlop
 
 def inference_flops(preset, convention: str = "paper") -> float:
     """FLOPs of one forward of the fine-tuned model (the encoder / discriminator, without the
-    pre-training heads) on ONE sequence of preset.seq_len. "paper" follows the script's
+    pre-training heads) on ONE sequence of preset.schedule.seq_len. "paper" follows the script's
     `get_infer_flops` (a binary head at every position stands in for the classifier);
     "measured" counts the encoder plus a 2-label [CLS] classifier."""
     require("FLOP convention", convention, FLOP_CONVENTIONS)

@@ -1,7 +1,7 @@
 """From a FLOP budget to a step count, and the checkpoint schedule.
 
 A budget is absolute ("1e15", "2.5e13") or a percentage of the preset's reference budget ("25%"):
-the paper's full ELECTRA schedule for that preset (`preset.steps["rtd"]` steps of the RTD objective),
+the paper's full ELECTRA schedule for that preset (`preset.schedule.steps["rtd"]` steps of the RTD objective),
 counted in the run's FLOP convention. Both objectives of a comparison get the same number, so "25%"
 means the same compute for MLM and RTD (the paper sized BERT-Small's 1.45M steps to match it).
 

@@ -64,9 +64,9 @@ def _signal_preset(seq_len: int, mask_prob: float, vocab_size: int):
     """A narrow one-layer version of `tiny` at the asked shape: the positions that carry loss and the
     output sizes do not depend on the width or depth, and this keeps the count about a second."""
     p = presets.get("tiny")
-    enc = dataclasses.replace(p.encoder, vocab_size=vocab_size, embedding_size=16, hidden_size=16, num_layers=1,
-                              num_heads=1, ffn_size=32, max_positions=max(seq_len, 2), dropout=0.0)
-    return dataclasses.replace(p, encoder=enc, seq_len=seq_len, mask_prob=mask_prob, objective_overrides={})
+    narrow = p.with_knobs(vocab_size=vocab_size, embedding_size=16, hidden_size=16, num_layers=1, num_heads=1,
+                          ffn_size=32, max_positions=max(seq_len, 2), dropout=0.0, seq_len=seq_len, mask_prob=mask_prob)
+    return dataclasses.replace(narrow, objective_overrides={})
 
 
 def measured_signal(objective: str, seq_len: int, mask_prob: float, vocab_size: int, batch: int = 2,

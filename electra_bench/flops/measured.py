@@ -29,6 +29,7 @@ sequences and scaled to the preset's batch size.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import math
@@ -249,32 +250,34 @@ def _build_uninitialised(factory: Callable[[], nn.Module]) -> nn.Module:
 
 def objective_count(preset, objective: str, batch: int = COUNT_BATCH) -> ForwardCount:
     """fvcore count of the training-mode forward of `objectives.build(objective, preset)` on `batch`
-    packed sequences of preset.seq_len."""
+    packed sequences of the config's length."""
     special = special_tokens.DEFAULT
     module = _build_uninitialised(lambda: objectives.build(objective, preset, special)).train()
-    return count_forward(_LossOf(module), packed_batch(batch, preset.seq_len, preset.encoder.vocab_size, special))
+    inputs = packed_batch(batch, preset.schedule.seq_len, preset.model.encoder.vocab_size, special)
+    return count_forward(_LossOf(module), inputs)
 
 
 def inference_count(preset, num_labels: int = 2) -> ForwardCount:
     """fvcore count of the fine-tuned model (encoder + [CLS] classifier, eval mode) on ONE sequence."""
-    module = _build_uninitialised(lambda: SequenceClassifier(Encoder(preset.encoder), num_labels)).eval()
-    return count_forward(module, packed_batch(1, preset.seq_len, preset.encoder.vocab_size, special_tokens.DEFAULT))
+    encoder = preset.model.encoder
+    module = _build_uninitialised(lambda: SequenceClassifier(Encoder(encoder), num_labels)).eval()
+    return count_forward(module, packed_batch(1, preset.schedule.seq_len, encoder.vocab_size, special_tokens.DEFAULT))
 
 
-# preset fields that do not change the traced step (the optimizer, the schedule, the initialisation, the
-# batch size, by which the count is scaled): every other field keys the cache, so a new knob cannot reuse
-# another step's count
-_NOT_TRACED = {"name", "description", "source", "lr", "steps", "warmup_fraction", "warmup_steps", "weight_decay",
-               "adam_eps", "adam_betas", "grad_clip", "finetune_lr", "layerwise_lr_decay", "checkpoint_fractions",
-               "batch_size", "objective_overrides", "rtd_temperature", "rtd_temperature_warmup", "output_prior_init"}
+# The traced step is the model and the objective at the sequence length (the optimizer, the schedule and
+# the evaluation are not traced; the batch size scales the count). Every knob of those two sections keys the
+# cache, so a new one cannot reuse another step's count, except these, which change values, not operations:
+_NOT_TRACED = {"output_prior_init", "rtd_temperature", "rtd_temperature_warmup"}
+# and for MLM, which traces no generator, the generator's knobs
+_GENERATOR_KNOBS = {"generator_size", "generator_layers", "uniform_generator", "embedding_sharing", "untied_generator",
+                    "gen_weight", "disc_weight", "disallow_correct"}
 
 
 def _cache_key(preset, objective: str) -> tuple[Any, ...]:
-    fields = {k: v for k, v in preset.to_dict().items() if k not in _NOT_TRACED}
-    if objective == "mlm":  # MLM traces no generator: its knobs do not key MLM's count
-        fields = {k: v for k, v in fields.items() if not k.startswith("gen") and k not in (
-            "uniform_generator", "embedding_sharing", "untied_generator", "disc_weight", "disallow_correct")}
-    return objective, json.dumps(fields, sort_keys=True, default=str)
+    knobs = {**dataclasses.asdict(preset.model), **dataclasses.asdict(preset.objective),
+             "seq_len": preset.schedule.seq_len}
+    drop = _NOT_TRACED | (_GENERATOR_KNOBS if objective == "mlm" else set())
+    return objective, json.dumps({k: v for k, v in knobs.items() if k not in drop}, sort_keys=True, default=str)
 
 
 _STEP_CACHE: dict[tuple, ForwardCount] = {}
@@ -282,19 +285,19 @@ _INFER_CACHE: dict[tuple, ForwardCount] = {}
 
 
 def measured_step(preset, objective: str) -> tuple[float, dict[str, float]]:
-    """Forward FLOPs of one optimizer step at preset.batch_size, and its training FLOPs by op name."""
+    """Forward FLOPs of one optimizer step at preset.schedule.batch_size, and its training FLOPs by op name."""
     key = _cache_key(preset, objective)
     if key not in _STEP_CACHE:
         _STEP_CACHE[key] = objective_count(preset, objective)
     count = _STEP_CACHE[key]
-    scale = preset.batch_size / COUNT_BATCH
+    scale = preset.schedule.batch_size / COUNT_BATCH
     forward = FLOP_PER_MAC * count.units * scale
     breakdown = {op: FLOP_PER_MAC * TRAIN_OVER_FORWARD * u * scale for op, u in count.by_operator.items()}
     return forward, breakdown
 
 
 def measured_inference_flops(preset) -> float:
-    key = (preset.encoder, preset.seq_len)
+    key = (preset.model.encoder, preset.schedule.seq_len)
     if key not in _INFER_CACHE:
         _INFER_CACHE[key] = inference_count(preset)
     return FLOP_PER_MAC * _INFER_CACHE[key].units

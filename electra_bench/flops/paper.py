@@ -178,29 +178,30 @@ def paper_flops_per_token(cfg: EncoderConfig, seq_len: int, head: str, output_fr
 
 
 def paper_step(preset, objective: str) -> tuple[float, dict[str, float]]:
-    """Forward FLOPs of one optimizer step (preset.batch_size sequences of preset.seq_len) and the
-    TRAINING FLOPs (2 x forward) by model: {"encoder"} for mlm; {"generator", "discriminator"} for rtd
-    and rtd-15; {"generator", "encoder"} for replace-mlm; {"generator", "encoder", "copy_head"} for
-    alltokens-mlm (its encoder's MLM head at every position)."""
-    tokens = preset.batch_size * preset.seq_len
+    """Forward FLOPs of one optimizer step (batch_size sequences of seq_len) and the TRAINING FLOPs
+    (2 x forward) by model: {"encoder"} for mlm; {"generator", "discriminator"} for rtd and rtd-15;
+    {"generator", "encoder"} for replace-mlm; {"generator", "encoder", "copy_head"} for alltokens-mlm
+    (its encoder's MLM head at every position)."""
+    model, T = preset.model, preset.schedule.seq_len
+    tokens = preset.schedule.batch_size * T
     objective = require("objective", objective, ALL_OBJECTIVES)
     if objective == "mlm":
-        models = {"encoder": paper_flops_per_token(preset.encoder, preset.seq_len, "mlm")}
+        models = {"encoder": paper_flops_per_token(model.encoder, T, "mlm")}
     else:
         # a uniform generator (official uniform_generator) is no model: it costs nothing here
-        models = {"generator": 0.0 if preset.uniform_generator else paper_flops_per_token(preset.generator, preset.seq_len, "mlm")}
+        models = {"generator": 0.0 if model.uniform_generator else paper_flops_per_token(model.generator, T, "mlm")}
         if objective in ("rtd", "rtd-15"):
-            models["discriminator"] = paper_flops_per_token(preset.encoder, preset.seq_len, "binary")
+            models["discriminator"] = paper_flops_per_token(model.encoder, T, "binary")
         elif objective == "replace-mlm":
-            models["encoder"] = paper_flops_per_token(preset.encoder, preset.seq_len, "mlm")
+            models["encoder"] = paper_flops_per_token(model.encoder, T, "mlm")
         else:  # alltokens-mlm
-            models["encoder"] = paper_flops_per_token(preset.encoder, preset.seq_len, "mlm", output_frac=1.0)
-            models["copy_head"] = sum(copy_head_flops_per_token(preset.encoder).values())
+            models["encoder"] = paper_flops_per_token(model.encoder, T, "mlm", output_frac=1.0)
+            models["copy_head"] = sum(copy_head_flops_per_token(model.encoder).values())
     forward = tokens * sum(models.values())
     return forward, {k: 2 * tokens * v for k, v in models.items()}
 
 
 def paper_inference_flops(preset) -> float:
     """The script's `get_infer_flops`: one forward of the discriminator/encoder on ONE sequence of
-    preset.seq_len, with the binary head at every position standing in for the classifier."""
-    return preset.seq_len * paper_flops_per_token(preset.encoder, preset.seq_len, "binary")
+    preset.schedule.seq_len, with the binary head at every position standing in for the classifier."""
+    return preset.schedule.seq_len * paper_flops_per_token(preset.model.encoder, preset.schedule.seq_len, "binary")

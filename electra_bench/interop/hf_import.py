@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from .. import presets
+from .. import presets, run_config
 from ..data.tokenizer import Tokenizer
 from ..errors import BenchError
 from ..store import atomic_io
@@ -111,10 +111,10 @@ def recipe_meta(cfg: EncoderConfig) -> dict:
     defaults; inputs up to 128 tokens, as every paper recipe."""
     for name in ("small", "base", "large"):
         p = presets.get(name)
-        if (p.encoder.hidden_size, p.encoder.num_layers) == (cfg.hidden_size, cfg.num_layers):
-            return {"finetune_lr": p.finetune_lr, "layerwise_lr_decay": p.layerwise_lr_decay,
+        if (p.model.encoder.hidden_size, p.model.encoder.num_layers) == (cfg.hidden_size, cfg.num_layers):
+            return {"finetune_lr": p.evaluation.finetune_lr, "layerwise_lr_decay": p.evaluation.layerwise_lr_decay,
                     "seq_len": cfg.max_positions, "recipe_from": f"preset {name} (same hidden size and depth)"}
-    return {"finetune_lr": presets.FINETUNE_LR, "layerwise_lr_decay": presets.LAYERWISE_LR_DECAY,
+    return {"finetune_lr": run_config.FINETUNE_LR, "layerwise_lr_decay": run_config.LAYERWISE_LR_DECAY,
             "seq_len": cfg.max_positions, "recipe_from": "electra-bench's default (no paper preset of this shape)"}
 
 

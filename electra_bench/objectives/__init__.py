@@ -17,6 +17,7 @@ from torch import nn
 from .. import special_tokens
 from ..choices import ALL_OBJECTIVES, require
 from ..model import Encoder, EncoderConfig, count_parameters
+from ..run_config import RunConfig
 from ..special_tokens import SpecialIds
 from .ablations import AllTokensMLM, ElectraOnMasked, ReplaceMLM
 from .base import Batch, Noise, Objective, ObjectiveResult
@@ -31,23 +32,23 @@ __all__ = ["AllTokensMLM", "Batch", "ElectraOnMasked", "GeneratorCorruption", "G
            "initial_encoder", "kept_encoder", "parameter_counts", "sample_replacements", "weighted_mlm"]
 
 
-def build(objective: str, preset, special: SpecialIds) -> Objective:
-    """The objective module for a resolved `presets.Preset`: `mlm`, `rtd`, or one of the ELECTRA paper's
-    efficiency ablations (`rtd-15`, `replace-mlm`, `alltokens-mlm`; Table 5), all on the same encoder."""
+def build(objective: str, config: RunConfig, special: SpecialIds) -> Objective:
+    """The objective module for a resolved config (its `model` and `objective` sections, and the masked
+    slots its sequence length gives): `mlm`, `rtd`, or one of the ELECTRA paper's efficiency ablations
+    (`rtd-15`, `replace-mlm`, `alltokens-mlm`; Table 5), all on the same encoder."""
     objective = require("objective", objective, ALL_OBJECTIVES)
+    model, task, slots = config.model, config.objective, config.max_predictions
     if objective == "mlm":
-        return MaskedLM(preset.encoder, special, preset.mask_prob, preset.max_predictions)
-    knobs = dict(gen_weight=preset.gen_weight, uniform_generator=preset.uniform_generator,
-                 embedding_sharing=preset.embedding_sharing, untied_generator=preset.untied_generator)
+        return MaskedLM(model.encoder, special, task.mask_prob, slots)
+    knobs = dict(gen_weight=task.gen_weight, uniform_generator=model.uniform_generator,
+                 embedding_sharing=model.embedding_sharing, untied_generator=model.untied_generator)
     if objective in ("rtd", "rtd-15"):
         cls = ReplacedTokenDetection if objective == "rtd" else ElectraOnMasked
-        return cls(
-            preset.encoder, preset.generator, special, preset.mask_prob, preset.max_predictions, preset.disc_weight,
-            preset.rtd_temperature, preset.disallow_correct, **knobs,
-        )
+        return cls(model.encoder, model.generator, special, task.mask_prob, slots, task.disc_weight,
+                   task.rtd_temperature, task.disallow_correct, **knobs)
     cls = ReplaceMLM if objective == "replace-mlm" else AllTokensMLM
-    return cls(preset.encoder, preset.generator, special, preset.mask_prob, preset.max_predictions,
-               preset.rtd_temperature, preset.disallow_correct, **knobs)
+    return cls(model.encoder, model.generator, special, task.mask_prob, slots, task.rtd_temperature,
+               task.disallow_correct, **knobs)
 
 
 def initial_encoder(encoder_cfg: EncoderConfig, seed: int) -> Encoder:
@@ -59,7 +60,7 @@ def initial_encoder(encoder_cfg: EncoderConfig, seed: int) -> Encoder:
 
 
 def parameter_counts(p) -> dict[str, int]:
-    """Parameters of a resolved `presets.Preset`: the kept encoder, each objective's whole model and
+    """Parameters of a resolved `RunConfig`: the kept encoder, each objective's whole model and
     RTD's generator (without the embeddings it shares with the discriminator)."""
     # built on the meta device: no memory, no time, exact counts
     with torch.device("meta"):

@@ -33,7 +33,7 @@ from ..errors import BenchError
 from ..flops import step_flops
 from ..store.layout import RunLayout, checkpoint_tokenizer
 from ..model import Encoder, count_parameters
-from ..presets import Preset
+from ..run_config import RunConfig
 from ..store.provenance import git_state
 from ..store.runs import load_run
 from ..pretrain import checkpoint
@@ -56,17 +56,17 @@ def _pretrain_root(ckpt: Path) -> Path:
     return ckpt.resolve().parent.parent  # checkpoints/frac-F -> the pre-training directory (layout.py)
 
 
-def run_preset(ckpt: Path) -> Preset:
+def run_preset(ckpt: Path) -> RunConfig:
     run_file = _pretrain_root(ckpt) / "run.json"
     try:
-        return Preset.from_dict(json.loads(run_file.read_text())["preset"])
+        return RunConfig.from_dict(json.loads(run_file.read_text())["preset"])
     except FileNotFoundError:
         raise BenchError(f"{run_file}: missing; export needs the pre-training run the checkpoint belongs to") from None
     except (ValueError, KeyError, TypeError) as e:
         raise BenchError(f"{run_file}: unreadable preset ({type(e).__name__}: {e})") from None
 
 
-def load_objective(ckpt: Path, preset: Preset, tokenizer: Tokenizer) -> torch.nn.Module | None:
+def load_objective(ckpt: Path, preset: RunConfig, tokenizer: Tokenizer) -> torch.nn.Module | None:
     """The whole objective module at this checkpoint (heads and generator), or None when the checkpoint
     predates objective.safetensors."""
     rest_file = ckpt / checkpoint.OBJECTIVE_FILE
@@ -141,8 +141,8 @@ def export(ckpt_dir: str | Path, out_dir: str | Path, *, overwrite: bool = False
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         for sub, arch, encoder, head, head_module in parts:
-            _write_folder(tmp / sub if sub else tmp, arch, encoder, head, head_module, tokenizer, preset.seq_len,
-                          model_card(facts, arch, encoder, sub, [p[1] for p in parts]), facts)
+            _write_folder(tmp / sub if sub else tmp, arch, encoder, head, head_module, tokenizer,
+                          preset.schedule.seq_len, model_card(facts, arch, encoder, sub, [p[1] for p in parts]), facts)
         if out.exists():
             shutil.rmtree(out)
         os.replace(tmp, out)
@@ -157,7 +157,7 @@ def export(ckpt_dir: str | Path, out_dir: str | Path, *, overwrite: bool = False
 # ---- the model card -------------------------------------------------------------------------------------
 
 
-def card_facts(ckpt: Path, meta: dict, preset: Preset, tokenizer: Tokenizer) -> dict:
+def card_facts(ckpt: Path, meta: dict, preset: RunConfig, tokenizer: Tokenizer) -> dict:
     """What a model card states, read from the checkpoint, its pre-training run and (when the run is part
     of a compare run) the suite scores and provenance stored there."""
     root = _pretrain_root(ckpt)
@@ -172,8 +172,8 @@ def card_facts(ckpt: Path, meta: dict, preset: Preset, tokenizer: Tokenizer) -> 
         "fraction": meta.get("fraction"), "step": step, "total_steps": run_info.get("plan", {}).get("total_steps"),
         "train_flops": flops, "data": run_info.get("data", {}), "tokenizer_sha256": tokenizer.sha256,
         "diagnostics": _diagnostics_at(root / "log.jsonl", step), "scores": _suite_scores(root, meta),
-        "commit": _commit(root), "convention": meta.get("convention", "measured"), "seq_len": preset.seq_len,
-        "finetune_lr": preset.finetune_lr, "layerwise_lr_decay": preset.layerwise_lr_decay,
+        "commit": _commit(root), "convention": meta.get("convention", "measured"), "seq_len": preset.schedule.seq_len,
+        "finetune_lr": preset.evaluation.finetune_lr, "layerwise_lr_decay": preset.evaluation.layerwise_lr_decay,
     }
 
 

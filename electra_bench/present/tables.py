@@ -23,22 +23,23 @@ def preset_rows(names: list[str], convention: str) -> list[dict]:
     rows = []
     for name in names:
         p = presets.get(name)
-        e = p.encoder
+        e = p.model.encoder
         row = {
             "name": name,
             "source": p.source,
             "description": p.description,
             "layers": e.num_layers, "hidden": e.hidden_size, "heads": e.num_heads, "ffn": e.ffn_size,
             "embedding": e.embedding_size, "vocab": e.vocab_size,
-            "generator_hidden": p.for_objective("rtd").generator.hidden_size,
-            "seq_len": p.seq_len, "batch_size": p.batch_size, "lr": p.lr, "mask_prob": p.mask_prob,
-            "steps": dict(p.steps),
+            "generator_hidden": p.for_objective("rtd").model.generator.hidden_size,
+            "seq_len": p.schedule.seq_len, "batch_size": p.schedule.batch_size, "lr": p.optim.lr,
+            "mask_prob": p.objective.mask_prob,
+            "steps": dict(p.schedule.steps),
             "params": parameter_counts(p),
             "convention": convention,
             "flops_per_step": {o: step_flops(p.for_objective(o), o, convention).flops_per_step
                                for o in OBJECTIVES},
         }
-        row["train_flops"] = {o: row["flops_per_step"][o] * p.steps[o] for o in OBJECTIVES}
+        row["train_flops"] = {o: row["flops_per_step"][o] * p.schedule.steps[o] for o in OBJECTIVES}
         rows.append(row)
     return rows
 
@@ -78,16 +79,17 @@ def key_value_table(title: str, d: Mapping[str, Any]) -> Table:
     return t
 
 
-def flops_report(p: presets.Preset, objective: str, convention: str) -> dict:
+def flops_report(p: presets.RunConfig, objective: str, convention: str) -> dict:
     """What `electra-bench flops` reports for a preset resolved for `objective` (FLOP counts as floats,
     see the module docstring). `breakdown`: training FLOPs of one step by part (by operator in the
     measured convention; encoder, or generator and discriminator, in the paper's), summing to
     `flops_per_step`."""
     sf = step_flops(p, objective, convention)
-    steps = int(p.full_steps(objective))
+    steps = int(p.schedule.full_steps(objective))
     return {
         "preset": p.name, "objective": objective, "convention": convention,
-        "batch_size": int(p.batch_size), "seq_len": int(p.seq_len), "generator_hidden": int(p.generator.hidden_size),
+        "batch_size": int(p.schedule.batch_size), "seq_len": int(p.schedule.seq_len),
+        "generator_hidden": int(p.model.generator.hidden_size),
         "flops_per_step": float(sf.flops_per_step), "forward_flops_per_step": float(sf.forward_flops),
         "steps": steps, "train_flops": float(sf.flops_per_step) * steps,
         "inference_flops_per_sequence": float(inference_flops(p, convention)),

@@ -37,15 +37,16 @@ def _parameters(cfg: EncoderConfig, seq_len: int) -> float:
 
 def step_bytes(preset, objective: str, device_type: str = "cpu", bf16: bool = False, world: int = 1) -> float:
     """Estimated peak bytes of one training step of `objective` in one of `world` processes."""
-    B, T = max(1, preset.batch_size // world), preset.seq_len
+    B, T = max(1, preset.schedule.batch_size // world), preset.schedule.seq_len
     bytes_per = 2 if bf16 else 4
-    models = [preset.encoder] + ([preset.generator] if objective != "mlm" else [])  # every other one has a generator
+    # every objective but MLM has a generator
+    models = [preset.model.encoder] + ([preset.model.generator] if objective != "mlm" else [])
     params = sum(_parameters(cfg, T) for cfg in models)
     activations = sum(_encoder_activation_bytes(cfg, B, T, device_type != "cuda", bytes_per) for cfg in models)
     # vocabulary logits: at the masked positions (the generator's, or MLM's); Replace MLM's model adds
     # its own there, All-Tokens MLM's at every position
     positions = preset.max_predictions + {"replace-mlm": preset.max_predictions, "alltokens-mlm": T}.get(objective, 0)
-    logits = 3 * 4 * B * positions * preset.encoder.vocab_size
+    logits = 3 * 4 * B * positions * preset.model.encoder.vocab_size
     return 16 * params + activations + logits
 
 
@@ -78,7 +79,8 @@ def check_capacity(preset, objective: str, have: float | None, where: str, devic
     need = step_bytes(preset, objective, device_type, bf16, world)
     if have is not None and need > MARGIN * have:
         raise BenchError(
-            f"one {objective} step at --batch-size {preset.batch_size} x --seq-len {preset.seq_len} needs about "
+            f"one {objective} step at --batch-size {preset.schedule.batch_size} x --seq-len "
+            f"{preset.schedule.seq_len} needs about "
             f"{need / 2**30:.3g} GiB{f' per process of {world}' if world > 1 else ''}, far more than the "
             f"{have / 2**30:.3g} GiB available on {where}; lower --seq-len or --batch-size"
         )

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import torch
 
+from ..run_config import OptimConfig
+
 
 def decays(name: str, param: torch.Tensor) -> bool:
     """Weight decay applies to weight matrices only: not to LayerNorm parameters or biases (BERT/ELECTRA)."""
@@ -22,10 +24,10 @@ def param_groups(module: torch.nn.Module, weight_decay: float) -> list[dict]:
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
 
-def pretraining_optimizer(module: torch.nn.Module, preset, device: torch.device) -> torch.optim.AdamW:
-    """AdamW with the preset's hyper-parameters; fused on CPU and CUDA (same numbers, fewer kernels)."""
+def pretraining_optimizer(module: torch.nn.Module, cfg: OptimConfig, device: torch.device) -> torch.optim.AdamW:
+    """AdamW with the run's optimisation settings; fused on CPU and CUDA (same numbers, fewer kernels)."""
     return torch.optim.AdamW(
-        param_groups(module, preset.weight_decay), lr=preset.lr, betas=preset.adam_betas, eps=preset.adam_eps,
+        param_groups(module, cfg.weight_decay), lr=cfg.lr, betas=cfg.adam_betas, eps=cfg.adam_eps,
         fused=device.type in ("cuda", "cpu"),
     )
 

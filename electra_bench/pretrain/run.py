@@ -6,7 +6,6 @@ vocabulary finishes the preset, the preset gives FLOPs per step, and the budget 
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,7 +14,7 @@ from typing import Iterator
 from ..data.pretraining import PretrainingData, prepare_pretraining
 from ..store.locking import DirectoryLock
 from ..model import resolve_precision
-from ..presets import Preset
+from ..run_config import RunConfig
 from . import memory
 from ..flops.budget import Plan
 from .distributed import resolve_device
@@ -24,13 +23,13 @@ from .schedule import budget_note, check_schedule, check_schedule_bound, plan, r
 from .trainer import TrainOptions, pretrain
 
 
-def with_vocab(preset: Preset, vocab_size: int) -> Preset:
-    if preset.encoder.vocab_size == vocab_size:
+def with_vocab(preset: RunConfig, vocab_size: int) -> RunConfig:
+    if preset.model.encoder.vocab_size == vocab_size:
         return preset
-    return dataclasses.replace(preset, encoder=dataclasses.replace(preset.encoder, vocab_size=vocab_size))
+    return preset.with_knobs(vocab_size=vocab_size)
 
 
-def check_memory(preset: Preset, objectives: tuple[str, ...], device: str, precision: str,
+def check_memory(preset: RunConfig, objectives: tuple[str, ...], device: str, precision: str,
                  allow_emulated_bf16: bool = False) -> None:
     """Refuse a precision this device cannot run and shapes that cannot fit, before the data is prepared
     for them (packing for an absurd --seq-len alone takes minutes); the trainer checks again with the
@@ -41,16 +40,16 @@ def check_memory(preset: Preset, objectives: tuple[str, ...], device: str, preci
         memory.check_fits(preset.for_objective(objective), objective, dev, bf16, int(os.environ.get("WORLD_SIZE", "1")))
 
 
-def prepare_data(preset: Preset, corpus: str | None, vocab_file: str | None, seed: int, quiet: bool,
-                 tokenizer_dir: str | None = None) -> tuple[PretrainingData, Preset]:
+def prepare_data(preset: RunConfig, corpus: str | None, vocab_file: str | None, seed: int, quiet: bool,
+                 tokenizer_dir: str | None = None) -> tuple[PretrainingData, RunConfig]:
     data = prepare_pretraining(
-        corpus, preset.seq_len, preset.encoder.vocab_size, vocab_file=vocab_file, tokenizer_dir=tokenizer_dir,
-        seed=seed, progress=not quiet,
+        corpus, preset.schedule.seq_len, preset.model.encoder.vocab_size, vocab_file=vocab_file,
+        tokenizer_dir=tokenizer_dir, seed=seed, progress=not quiet,
     )
     return data, with_vocab(preset, data.tokenizer.vocab_size)
 
 
-def run(preset: Preset, the_plan: Plan, data: PretrainingData, out_dir: str | Path, opts: TrainOptions) -> dict:
+def run(preset: RunConfig, the_plan: Plan, data: PretrainingData, out_dir: str | Path, opts: TrainOptions) -> dict:
     """Pre-train into `out_dir`, holding its lock: a second process on the same directory is refused."""
     with _writer_lock(out_dir):
         return pretrain(

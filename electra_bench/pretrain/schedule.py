@@ -9,7 +9,7 @@ loaded, and `check_schedule` gives the exact verdict afterwards.
 from __future__ import annotations
 
 from ..flops import step_flops
-from ..presets import Preset
+from ..run_config import RunConfig
 from ..flops.budget import MAX_SEQUENCES, Plan, check_length, check_share, make_plan, parse_budget
 
 # How many times the paper's count of a training step the measured count can be, at most. Measured
@@ -22,21 +22,21 @@ from ..flops.budget import MAX_SEQUENCES, Plan, check_length, check_share, make_
 MEASURED_OVER_PAPER_MAX = 10.0
 
 
-def reference_flops(preset: Preset, convention: str) -> float:
+def reference_flops(preset: RunConfig, convention: str) -> float:
     """What '100%' means: the paper's full ELECTRA schedule for this preset, in this convention."""
     rtd = preset.for_objective("rtd")
-    return rtd.steps["rtd"] * step_flops(rtd, "rtd", convention).flops_per_step
+    return rtd.schedule.steps["rtd"] * step_flops(rtd, "rtd", convention).flops_per_step
 
 
 def _is_share(budget: str | float) -> bool:
     return isinstance(budget, str) and budget.strip().endswith("%")
 
 
-def resolve_budget(preset: Preset, budget: str | float, convention: str) -> float:
+def resolve_budget(preset: RunConfig, budget: str | float, convention: str) -> float:
     return parse_budget(budget, reference_flops(preset, convention) if _is_share(budget) else None)
 
 
-def budget_note(preset: Preset, budget: float, convention: str) -> str | None:
+def budget_note(preset: RunConfig, budget: float, convention: str) -> str | None:
     """A line for a budget beyond the paper's full schedule (allowed, but rarely what was meant)."""
     share = budget / reference_flops(preset, convention)
     if share <= 1.0:
@@ -45,7 +45,7 @@ def budget_note(preset: Preset, budget: float, convention: str) -> str | None:
             f"{preset.name} ({convention} convention): more compute than the paper trained with")
 
 
-def check_schedule_bound(preset: Preset, objectives: tuple[str, ...], budget: str | float, convention: str,
+def check_schedule_bound(preset: RunConfig, objectives: tuple[str, ...], budget: str | float, convention: str,
                          allow_long: bool = False) -> None:
     """`check_schedule` without the measured count, so without torch: exact in the paper's convention and
     for a share of the paper's budget ("25%" is a quarter in any convention); for an absolute budget in the
@@ -64,11 +64,11 @@ def check_schedule_bound(preset: Preset, objectives: tuple[str, ...], budget: st
     for objective in objectives:
         p = preset.for_objective(objective)
         fewest = b // (MEASURED_OVER_PAPER_MAX * step_flops(p, objective, "paper").flops_per_step)
-        if fewest * p.batch_size > MAX_SEQUENCES:
-            check_length(objective, int(fewest), p.batch_size)
+        if fewest * p.schedule.batch_size > MAX_SEQUENCES:
+            check_length(objective, int(fewest), p.schedule.batch_size)
 
 
-def check_schedule(preset: Preset, objectives: tuple[str, ...], budget: str | float, convention: str,
+def check_schedule(preset: RunConfig, objectives: tuple[str, ...], budget: str | float, convention: str,
                    allow_long: bool = False) -> float:
     """The budget in FLOPs, once its schedule is known not to be absurdly long (budget.py's limits):
     checked on the preset alone, before data or any directory exists. The preset's vocabulary stands in
@@ -78,14 +78,13 @@ def check_schedule(preset: Preset, objectives: tuple[str, ...], budget: str | fl
     check_share(b, b / reference_flops(preset, convention), preset.name, convention, allow_long)
     for objective in objectives:
         p = preset.for_objective(objective)
-        check_length(objective, int(b // step_flops(p, objective, convention).flops_per_step), p.batch_size)
+        check_length(objective, int(b // step_flops(p, objective, convention).flops_per_step), p.schedule.batch_size)
     return b
 
 
-def plan(preset: Preset, objective: str, budget: float, convention: str) -> Plan:
+def plan(preset: RunConfig, objective: str, budget: float, convention: str) -> Plan:
     preset = preset.for_objective(objective)
     sf = step_flops(preset, objective, convention)
-    return make_plan(
-        objective, convention, budget, sf.flops_per_step, preset.checkpoint_fractions,
-        describe_step=f" at batch {preset.batch_size} x length {preset.seq_len}", batch_size=preset.batch_size,
-    )
+    s = preset.schedule
+    return make_plan(objective, convention, budget, sf.flops_per_step, s.checkpoint_fractions,
+                     describe_step=f" at batch {s.batch_size} x length {s.seq_len}", batch_size=s.batch_size)

@@ -32,7 +32,7 @@ from ..data.tokenizer import Tokenizer
 from ..errors import BenchError, Terminated
 from ..store.layout import TOKENIZER_FROM_CHECKPOINT, PretrainLayout, fraction_dir
 from ..model import cpu_has_native_bf16, has_padding, resolve_precision
-from ..presets import Preset
+from ..run_config import ObjectiveConfig, RunConfig
 from ..special_tokens import SpecialIds
 from . import checkpoint, diagnostics, distributed, memory, optim, tensorboard_log, termination
 from ..flops.budget import Plan
@@ -143,7 +143,7 @@ def compile_forward(module: torch.nn.Module, **compile_kwargs) -> Callable:
 
 
 def pretrain(
-    preset: Preset,
+    preset: RunConfig,
     plan: Plan,
     train: SequenceSource,
     heldout: SequenceSource | None,
@@ -161,7 +161,7 @@ def pretrain(
         return _pretrain(preset, plan, train, heldout, special, out_dir, opts, run_info, tokenizer)
 
 
-def _pretrain(preset: Preset, plan: Plan, train: SequenceSource, heldout: SequenceSource | None, special: SpecialIds,
+def _pretrain(preset: RunConfig, plan: Plan, train: SequenceSource, heldout: SequenceSource | None, special: SpecialIds,
               out_dir: str | Path, opts: TrainOptions, run_info: dict | None, tokenizer) -> dict:
     out = PretrainLayout(out_dir)
     d = distributed.setup(opts.device)
@@ -176,9 +176,9 @@ def _pretrain(preset: Preset, plan: Plan, train: SequenceSource, heldout: Sequen
 
     model, unigram = initial_model(plan.objective, preset, train, heldout is not None, special, opts.seed)
     model = model.to(d.device)
-    temperature = _TemperatureSchedule(model, preset, opts.compile, d.device)
+    temperature = _TemperatureSchedule(model, preset.objective, opts.compile, d.device)
     diag = _Diagnostics(model, heldout, preset, opts, special, d.device, unigram)
-    optimizer = optim.pretraining_optimizer(model, preset, d.device)
+    optimizer = optim.pretraining_optimizer(model, preset.optim, d.device)
     start_step = _resume(out, model, optimizer, opts.resume, d, diag)
     wrapped = distributed.wrap(model, d)
     forward = compile_forward(wrapped, **compile_options(d.device)) if opts.compile else wrapped
@@ -191,7 +191,7 @@ def _pretrain(preset: Preset, plan: Plan, train: SequenceSource, heldout: Sequen
     clip_params = [p for g in optimizer.param_groups for p in g["params"]]
     diag_steps = diag.steps(plan)
     logged = _LogSchedule(plan, opts.log_every, diag_steps)
-    meter = _Throughput(preset.batch_size * preset.seq_len, plan.flops_per_step, peak * d.world)
+    meter = _Throughput(preset.schedule.batch_size * preset.schedule.seq_len, plan.flops_per_step, peak * d.world)
     saver = _StateSaver(out, opts, plan, start_step)
     finite = _FiniteLoss(d.device, plan, out, start_step)
 
@@ -199,13 +199,13 @@ def _pretrain(preset: Preset, plan: Plan, train: SequenceSource, heldout: Sequen
         bar.update(start_step, plan.flops_at(start_step), 0.0, None, {})
         if _stop_requested(d, at_sync=True):  # during start-up: the state on disk is this step's already
             raise Terminated(f"at step {start_step} of {plan.total_steps}")
-        batches = _Batches(train, order, preset.batch_size, local_batch, d, opts.seed)
+        batches = _Batches(train, order, preset.schedule.batch_size, local_batch, d, opts.seed)
 
         log_row = _LogRow(out, plan, preset, opts.seed, model, d, bf16, meter, temperature, diag, diag_steps, bar)
 
         for step in range(start_step, plan.total_steps):
             model.train()
-            lr = optim.lr_at(step, plan.total_steps, preset.lr, preset.warmup_for(plan.total_steps))
+            lr = optim.lr_at(step, plan.total_steps, preset.optim.lr, preset.schedule.warmup_for(plan.total_steps))
             optim.set_lr(optimizer, lr)
             temperature.set(step / plan.total_steps)
             batch, padded, seed = batches.get(step)
@@ -214,7 +214,7 @@ def _pretrain(preset: Preset, plan: Plan, train: SequenceSource, heldout: Sequen
             if graphs:  # the previous step's outputs are no longer read: the graphs may reuse their memory
                 torch.compiler.cudagraph_mark_step_begin()
             result = train_step(functools.partial(forward, padded=padded), optimizer, batch, rng, clip_params,
-                                preset.grad_clip, d.device.type, bf16)
+                                preset.optim.grad_clip, d.device.type, bf16)
             if step + 1 < plan.total_steps:
                 batches.prepare(step + 1)  # the host's share of the next step, while the device runs this one
             finite.add(result.loss)
@@ -247,7 +247,7 @@ class _LogRow:
     """Write a log row: the step's metrics read from the device once, the held-out diagnostics and the
     checkpoint due at that step, the TensorBoard mirror, the progress line."""
 
-    def __init__(self, out, plan: Plan, preset: Preset, seed: int, model, d, bf16: bool, meter, temperature, diag,
+    def __init__(self, out, plan: Plan, preset: RunConfig, seed: int, model, d, bf16: bool, meter, temperature, diag,
                  diag_steps, bar):
         self.out, self.plan, self.preset, self.seed, self.model, self.d, self.bf16 = out, plan, preset, seed, model, d, bf16
         self.meter, self.temperature, self.diag, self.diag_steps, self.bar = meter, temperature, diag, diag_steps, bar
@@ -292,14 +292,14 @@ def _finished_or_prepared(out: PretrainLayout, identity: dict, plan: Plan, resum
     return None
 
 
-def _local_batch(preset: Preset, train: SequenceSource, d) -> int:
-    if preset.batch_size % d.world:
-        raise BenchError(f"batch size {preset.batch_size} is not divisible by {d.world} processes")
+def _local_batch(preset: RunConfig, train: SequenceSource, d) -> int:
+    if preset.schedule.batch_size % d.world:
+        raise BenchError(f"batch size {preset.schedule.batch_size} is not divisible by {d.world} processes")
     if len(train) == 0:
         raise BenchError("the pre-training data holds no sequences")
-    if train.seq_len != preset.seq_len:
-        raise BenchError(f"data was packed to length {train.seq_len} but the preset uses {preset.seq_len}")
-    return preset.batch_size // d.world
+    if train.seq_len != preset.schedule.seq_len:
+        raise BenchError(f"data was packed to length {train.seq_len} but the preset uses {preset.schedule.seq_len}")
+    return preset.schedule.batch_size // d.world
 
 
 def _prepare_run_dir(out: PretrainLayout, identity: dict, tokenizer) -> None:
@@ -310,16 +310,16 @@ def _prepare_run_dir(out: PretrainLayout, identity: dict, tokenizer) -> None:
         _ensure_tokenizer(out.tokenizer, tokenizer)
 
 
-def initial_model(objective: str, preset: Preset, train: SequenceSource, diagnose: bool, special: SpecialIds,
+def initial_model(objective: str, preset: RunConfig, train: SequenceSource, diagnose: bool, special: SpecialIds,
                  seed: int):
     """The objective module with the seed's initial weights (identical on every rank), and the unigram
     log-probabilities of the training data when the prior init or the diagnostics need them."""
     torch.manual_seed(seed)
     model = objectives.build(objective, preset, special)
     unigram = None
-    if preset.output_prior_init or diagnose:
-        unigram = diagnostics.unigram_log_probs(train.token_counts(preset.encoder.vocab_size), special)
-    if preset.output_prior_init:
+    if preset.model.output_prior_init or diagnose:
+        unigram = diagnostics.unigram_log_probs(train.token_counts(preset.model.encoder.vocab_size), special)
+    if preset.model.output_prior_init:
         model.init_output_priors(unigram)
     return model, unigram
 
@@ -383,14 +383,14 @@ def read_metrics(result: objectives.ObjectiveResult) -> dict[str, float]:
 
 
 class _TemperatureSchedule:
-    """The generator's sampling temperature on its schedule (`presets.temperature_at`), set on the objective
+    """The generator's sampling temperature on its schedule (`ObjectiveConfig.temperature_at`), set on the objective
     before each step; with no warm-up, or an objective without a temperature, there is nothing to set.
     Eager, the objective gets a Python float, as always. Compiled, a 0-d tensor on the device, updated in
     place: an input of the step's one graph, where a float would be a constant that recompiles it."""
 
-    def __init__(self, model, preset: Preset, compiled: bool, device: torch.device):
-        self.model, self.preset = model, preset
-        self.on = preset.rtd_temperature_warmup is not None and hasattr(model, "temperature")
+    def __init__(self, model, cfg: ObjectiveConfig, compiled: bool, device: torch.device):
+        self.model, self.cfg = model, cfg
+        self.on = cfg.rtd_temperature_warmup is not None and hasattr(model, "temperature")
         self.value: float | None = None
         self.tensor = torch.zeros((), device=device) if self.on and compiled else None
         self.set(0.0)
@@ -398,7 +398,7 @@ class _TemperatureSchedule:
     def set(self, fraction: float) -> None:
         if not self.on:
             return
-        self.value = self.preset.temperature_at(fraction)
+        self.value = self.cfg.temperature_at(fraction)
         if self.tensor is not None:
             self.tensor.fill_(self.value)  # a kernel on CUDA, no host sync
         self.model.temperature = self.tensor if self.tensor is not None else self.value
@@ -489,14 +489,14 @@ class _StateSaver:
         self.last, self.last_step = time.perf_counter(), step
 
 
-def _save_checkpoint(out: PretrainLayout, model, plan: Plan, preset: Preset, seed: int, step: int) -> None:
+def _save_checkpoint(out: PretrainLayout, model, plan: Plan, preset: RunConfig, seed: int, step: int) -> None:
     fraction = next(f for f, s in plan.checkpoints.items() if s == step)
     checkpoint.save_encoder(
         out.checkpoint(fraction), model.backbone(),
         {"objective": plan.objective, "fraction": fraction, "step": step, "train_flops": plan.flops_at(step),
-         "convention": plan.convention, "preset": preset.name, "seed": seed, "seq_len": preset.seq_len,
-         "tokenizer": TOKENIZER_FROM_CHECKPOINT, "finetune_lr": preset.finetune_lr,
-         "layerwise_lr_decay": preset.layerwise_lr_decay},
+         "convention": plan.convention, "preset": preset.name, "seed": seed, "seq_len": preset.schedule.seq_len,
+         "tokenizer": TOKENIZER_FROM_CHECKPOINT, "finetune_lr": preset.evaluation.finetune_lr,
+         "layerwise_lr_decay": preset.evaluation.layerwise_lr_decay},
         objective=model,
     )
 
@@ -523,13 +523,14 @@ class _Diagnostics:
     """Learning diagnostics on the first `heldout_batches` held-out batches, with masks drawn from a
     fixed seed stream (the same for every pre-training seed, so runs are comparable point by point)."""
 
-    def __init__(self, model, heldout: SequenceSource | None, preset: Preset, opts: TrainOptions, special, device,
+    def __init__(self, model, heldout: SequenceSource | None, preset: RunConfig, opts: TrainOptions, special, device,
                  unigram):
         self.model, self.special, self.device, self.unigram, self.opts = model, special, device, unigram, opts
-        n = 0 if heldout is None else min(len(heldout), opts.heldout_batches * preset.batch_size)
+        B = preset.schedule.batch_size
+        n = 0 if heldout is None else min(len(heldout), opts.heldout_batches * B)
         self.enabled = n > 0 and unigram is not None
-        starts = range(0, n, preset.batch_size)
-        self.batches = [heldout.batch(np.arange(s, min(s + preset.batch_size, n))) for s in starts] if self.enabled else []
+        starts = range(0, n, B)
+        self.batches = [heldout.batch(np.arange(s, min(s + B, n))) for s in starts] if self.enabled else []
         self.seeds = [step_seed(0, i, 0, stream=1) for i in range(len(self.batches))]
 
     def steps(self, plan: Plan) -> frozenset[int]:
@@ -561,14 +562,24 @@ def _ensure_tokenizer(directory: Path, tokenizer) -> None:
     tokenizer.save(directory)
 
 
+def comparable_identity(identity: dict) -> dict:
+    """A run's identity with its config in the current schema: a run.json written before the config tree
+    (schema 1, flat) is the same run as one written now when it reads back as the same config."""
+    try:
+        return {**identity, "preset": RunConfig.from_dict(identity["preset"]).to_dict()}
+    except (KeyError, TypeError, ValueError, BenchError):
+        return identity  # unreadable: compared as it is, so it differs
+
+
 def _check_run_dir(out: PretrainLayout, identity: dict, resume: bool) -> dict | None:
     """A finished run returns its summary; a different run in the same directory is refused."""
     run_file = out.run_file
     if not run_file.is_file():
         return None
-    existing = json.loads(run_file.read_text())
-    if json.loads(json.dumps(identity, default=str)) != existing:
-        changed = sorted(k for k in set(existing) | set(identity) if existing.get(k) != json.loads(json.dumps(identity.get(k), default=str)))
+    existing = comparable_identity(json.loads(run_file.read_text()))
+    identity = comparable_identity(json.loads(json.dumps(identity, default=str)))
+    if identity != existing:
+        changed = sorted(k for k in set(existing) | set(identity) if existing.get(k) != identity.get(k))
         raise BenchError(f"{out.root} already holds a different run (differs in: {', '.join(changed)}); choose another --out")
     if not resume:
         raise BenchError(f"{out.root} already holds this run; rerun without --no-resume to continue it, or choose another --out")

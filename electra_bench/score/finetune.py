@@ -27,7 +27,7 @@ from ..choices import PROTOCOLS, require
 from ..data.encoding import encode_examples
 from ..errors import BenchError
 from ..model import Encoder, SequenceClassifier, has_padding
-from ..presets import FINETUNE_LR, LAYERWISE_LR_DECAY
+from ..run_config import FINETUNE_LR, LAYERWISE_LR_DECAY
 from ..pretrain import optim
 from .metrics import compute
 

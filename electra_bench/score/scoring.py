@@ -9,7 +9,7 @@ from ..data.task_sources import load_tasks
 from ..data.tokenizer import Tokenizer
 from ..interop import hf_import
 from ..store.layout import checkpoint_tokenizer
-from ..presets import FINETUNE_LR, LAYERWISE_LR_DECAY
+from ..run_config import FINETUNE_LR, LAYERWISE_LR_DECAY
 from ..pretrain import checkpoint
 from ..pretrain.distributed import resolve_device
 from .finetune import Recipe, evaluate
