@@ -45,29 +45,45 @@ def load_other(checkout: Path):
     return mod
 
 
+def _import(pkg_name: str, module: str):
+    """`module` of the package: under pretrain/, or training/ in a checkout before the stage folders."""
+    try:
+        return importlib.import_module(f"{pkg_name}.pretrain.{module}")
+    except ModuleNotFoundError:
+        return importlib.import_module(f"{pkg_name}.training.{module}")
+
+
+def _part(config, section: str):
+    """A section of the config tree; a checkout before the tree has one flat preset, its own section."""
+    return getattr(config, section, config)
+
+
 def stepper(pkg_name: str, preset_name: str, objective: str, batch_size: int | None, seq_len: int | None):
     """(step(i), check(), (batch, seq_len)): package `pkg_name`'s model, optimizer and training step on
     bench_train's batch."""
-    imp = lambda m: importlib.import_module(f"{pkg_name}.{m}")  # noqa: E731
-    presets, objectives, optim = imp("presets"), imp("objectives"), imp("training.optim")
-    step_mod, trainer, special = imp("training.step"), imp("training.trainer"), imp("special_tokens").DEFAULT
-    p = presets.resolve(preset_name, presets.Overrides(batch_size=batch_size, seq_len=seq_len)).for_objective(objective)
+    presets = importlib.import_module(f"{pkg_name}.presets")
+    objectives = importlib.import_module(f"{pkg_name}.objectives")
+    special = importlib.import_module(f"{pkg_name}.special_tokens").DEFAULT
+    optim, step_mod, trainer = (_import(pkg_name, m) for m in ("optim", "step", "trainer"))
+    ov = {k: v for k, v in (("batch_size", batch_size), ("seq_len", seq_len)) if v is not None}
+    p = presets.resolve(preset_name, presets.Overrides(**ov)).for_objective(objective)
+    s, o = _part(p, "schedule"), _part(p, "optim")
     dev = torch.device("cpu")
     torch.manual_seed(0)
     model = objectives.build(objective, p, special).to(dev)
-    opt = optim.pretraining_optimizer(model, p.optim, dev)
+    opt = optim.pretraining_optimizer(model, o, dev)
     clip = [q for g in opt.param_groups for q in g["params"]]
-    batch = bench_train.packed_batch(p.schedule.batch_size, p.schedule.seq_len, p.model.encoder.vocab_size, dev)
+    batch = bench_train.packed_batch(s.batch_size, s.seq_len, _part(p, "model").encoder.vocab_size, dev)
     bad = torch.zeros((), dtype=torch.bool)
 
     def step(i: int) -> None:
         nonlocal bad
         model.train()
-        optim.set_lr(opt, optim.lr_at(i, 10_000, p.optim.lr, p.schedule.warmup_fraction))
+        optim.set_lr(opt, optim.lr_at(i, 10_000, o.lr, s.warmup_fraction))
         seed = trainer.step_seed(0, i, 0)
         torch.manual_seed(seed)
         rng = torch.Generator(device=dev).manual_seed(seed)
-        r = step_mod.train_step(lambda b, g: model(b, g, padded=False), opt, batch, rng, clip, p.optim.grad_clip, "cpu",
+        r = step_mod.train_step(lambda b, g: model(b, g, padded=False), opt, batch, rng, clip, o.grad_clip, "cpu",
                                 False)
         bad = bad | ~torch.isfinite(r.loss.detach())
 
@@ -75,7 +91,7 @@ def stepper(pkg_name: str, preset_name: str, objective: str, batch_size: int | N
         if bool(bad):
             raise RuntimeError(f"{pkg_name}: non-finite loss")
 
-    return step, check, (p.schedule.batch_size, p.schedule.seq_len)
+    return step, check, (s.batch_size, s.seq_len)
 
 
 def main(argv: list[str] | None = None) -> int:

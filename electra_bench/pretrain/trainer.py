@@ -183,10 +183,7 @@ def _pretrain(preset: RunConfig, plan: Plan, train: SequenceSource, heldout: Seq
     wrapped = distributed.wrap(model, d)
     forward = compile_forward(wrapped, **compile_options(d.device)) if opts.compile else wrapped
     graphs = opts.compile and d.device.type == "cuda"  # CUDA graphs: each step is a new replay (below)
-    # an emulated bf16 matmul runs at about 1 GFLOP/s here: at n = 2048 the peak alone would take minutes
-    emulated = bf16 and d.device.type == "cpu" and not cpu_has_native_bf16()
-    peak = opts.peak_flops or measure_peak_flops(d.device, torch.bfloat16 if bf16 else torch.float32,
-                                                 n=512 if emulated else 2048)
+    peak = _peak_flops(opts, d, bf16)
     order = _Order(len(train), opts.seed)
     clip_params = [p for g in optimizer.param_groups for p in g["params"]]
     diag_steps = diag.steps(plan)
@@ -230,15 +227,33 @@ def _pretrain(preset: RunConfig, plan: Plan, train: SequenceSource, heldout: Seq
                 hook(done_steps)
             # between steps every log row and checkpoint is complete: the safe point to stop at
             if done_steps < plan.total_steps and _stop_requested(d, at_sync=logged.is_log_step(done_steps)):
-                if saver.last_step < done_steps:
-                    finite.check(done_steps, lr)
-                    saver.save(done_steps, model, optimizer, d)
-                raise Terminated(f"at step {done_steps} of {plan.total_steps}")
+                _stop(done_steps, plan, lr, finite, saver, model, optimizer, d)
+    return _finish(out, plan, peak, d, bf16)
 
+
+def _peak_flops(opts: TrainOptions, d, bf16: bool) -> float:
+    """The peak FLOP/s MFU is a share of: declared, or measured on the device in the step's precision."""
+    if opts.peak_flops:
+        return opts.peak_flops
+    # an emulated bf16 matmul runs at about 1 GFLOP/s here: at n = 2048 the peak alone would take minutes
+    emulated = bf16 and d.device.type == "cpu" and not cpu_has_native_bf16()
+    return measure_peak_flops(d.device, torch.bfloat16 if bf16 else torch.float32, n=512 if emulated else 2048)
+
+
+def _stop(done_steps: int, plan: Plan, lr: float, finite, saver, model, optimizer, d) -> None:
+    """Stop on request between steps: the state saved at this step (unless it just was), then `Terminated`."""
+    if saver.last_step < done_steps:
+        finite.check(done_steps, lr)
+        saver.save(done_steps, model, optimizer, d)
+    raise Terminated(f"at step {done_steps} of {plan.total_steps}")
+
+
+def _finish(out: PretrainLayout, plan: Plan, peak: float, d, bf16: bool) -> dict:
+    """The run's summary, written as done.json; the resumable state goes (the checkpoints hold what is kept)."""
     summary = _summary(plan, peak, d, bf16)
     if d.is_main:
         atomic_io.write_json(out.done, summary)
-        shutil.rmtree(out.state, ignore_errors=True)  # the run is complete; checkpoints hold what is kept
+        shutil.rmtree(out.state, ignore_errors=True)
     distributed.barrier(d)
     return summary
 
