@@ -255,7 +255,11 @@ class RunConfig:
     def from_dict(cls, d: dict) -> "RunConfig":
         """The config `to_dict` wrote: schema 2, or schema 1's flat dict (run.json of runs made before the
         tree; fields added since are absent there, at their defaults). Derived keys are dropped."""
-        if d.get("schema", 1) == 1:
+        schema = d.get("schema", 1)
+        if schema not in (1, SCHEMA):
+            raise BenchError(f"config schema {schema!r}: this version reads schemas 1 to {SCHEMA} (a newer "
+                             f"electra-bench wrote it?)")
+        if schema == 1:
             d = _nest_flat(d)
         sections = {}
         for section, part_cls in SECTIONS.items():

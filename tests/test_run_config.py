@@ -56,6 +56,8 @@ def test_to_dict_round_trips_in_both_schemas(name):
     for section in SECTIONS:
         flat.update({k: v for k, v in d[section].items() if k != "generator"})
     assert RunConfig.from_dict(flat) == p  # schema 1: run.json before the tree
+    with pytest.raises(BenchError, match="schema 3"):
+        RunConfig.from_dict({**d, "schema": 3})
 
 
 def test_committed_runs_are_found():

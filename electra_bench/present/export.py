@@ -62,6 +62,8 @@ def run_preset(ckpt: Path) -> RunConfig:
         return RunConfig.from_dict(json.loads(run_file.read_text())["preset"])
     except FileNotFoundError:
         raise BenchError(f"{run_file}: missing; export needs the pre-training run the checkpoint belongs to") from None
+    except BenchError as e:  # a config this version cannot read, or one that fails its checks
+        raise BenchError(f"{run_file}: {e}") from None
     except (ValueError, KeyError, TypeError) as e:
         raise BenchError(f"{run_file}: unreadable preset ({type(e).__name__}: {e})") from None
 
