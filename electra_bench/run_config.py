@@ -214,20 +214,16 @@ class RunConfig:
             raise BenchError(f"unknown knob(s): {', '.join(unknown)}; known: {', '.join(sorted(KNOBS))}")
         if isinstance(values.get("steps"), int):
             values = {**values, "steps": {o: values["steps"] for o in OBJECTIVES}}
-        changes: dict[str, dict[str, Any]] = {}
+        edits: dict[str, dict[str, Any]] = {}  # section -> field -> value
+        encoder_edits: dict[str, Any] = {}
         for knob, value in values.items():
-            if isinstance(value, list):  # a tuple read back from JSON (a run's config.json)
-                value = tuple(value)
-            section, *rest = KNOBS[knob]
-            changes.setdefault(section, {})[".".join(rest)] = value
-        parts = {}
-        for section, edits in changes.items():
-            part = getattr(self, section)
-            encoder_edits = {k.split(".", 1)[1]: v for k, v in edits.items() if k.startswith("encoder.")}
-            own = {k: v for k, v in edits.items() if not k.startswith("encoder.")}
-            if encoder_edits:
-                own["encoder"] = dataclasses.replace(own.get("encoder", part.encoder), **encoder_edits)
-            parts[section] = dataclasses.replace(part, **own)
+            value = tuple(value) if isinstance(value, list) else value  # JSON's list: a run's config.json
+            path = KNOBS[knob]
+            (encoder_edits if len(path) == 3 else edits.setdefault(path[0], {}))[knob] = value
+        if encoder_edits:  # over a whole encoder given in the same call, if any
+            model = edits.setdefault("model", {})
+            model["encoder"] = dataclasses.replace(model.get("encoder", self.model.encoder), **encoder_edits)
+        parts = {section: dataclasses.replace(getattr(self, section), **e) for section, e in edits.items()}
         return dataclasses.replace(self, **parts)
 
     def for_objective(self, objective: str) -> "RunConfig":
