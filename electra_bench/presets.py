@@ -12,8 +12,8 @@ from typing import Any, Callable
 
 from .errors import BenchError
 from .model_config import EncoderConfig
-from .run_config import (KNOBS, EvaluationConfig, ModelConfig, ObjectiveConfig, OptimConfig, RunConfig,
-                         ScheduleConfig)
+from .run_config import (EvaluationConfig, ModelConfig, ObjectiveConfig, OptimConfig, RunConfig,
+                         ScheduleConfig, require_knobs)
 
 _REGISTRY: dict[str, Callable[[], RunConfig]] = {}
 
@@ -143,9 +143,7 @@ class Overrides(dict):
     'keep the preset's' and is left out, so the keys are exactly what a run's identity records."""
 
     def __init__(self, **values: Any) -> None:
-        unknown = sorted(set(values) - set(KNOBS))
-        if unknown:
-            raise BenchError(f"unknown preset knob(s): {', '.join(unknown)}")
+        require_knobs(values, "preset knob")
         super().__init__((k, v) for k, v in values.items() if v is not None)
 
 

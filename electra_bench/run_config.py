@@ -41,6 +41,12 @@ def _check(ok: bool, message: str) -> None:
         raise BenchError(message)
 
 
+def require_knobs(names, what: str) -> None:
+    """Every one of `names` is a knob (KNOBS), else one line naming the others and the known ones."""
+    unknown = sorted(set(names) - set(KNOBS))
+    _check(not unknown, f"unknown {what}(s): {', '.join(unknown)}; known: {', '.join(sorted(KNOBS))}")
+
+
 @dataclass(frozen=True)
 class ModelConfig:
     encoder: EncoderConfig  # the MLM model, and RTD's discriminator
@@ -203,15 +209,12 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         for objective, knobs in self.objective_overrides.items():
-            unknown = sorted(set(knobs) - set(KNOBS))
-            _check(not unknown, f"preset {self.name}: unknown knob(s) {', '.join(unknown)} for {objective}")
+            require_knobs(knobs, f"knob of preset {self.name} for {objective}")
 
     def with_knobs(self, **values: Any) -> "RunConfig":
         """This config with knobs replaced by name (`with_knobs(lr=1e-3, vocab_size=500)`); each section
         changed is rebuilt, hence checked again. `steps` given as one number applies to every objective."""
-        unknown = sorted(set(values) - set(KNOBS))
-        if unknown:
-            raise BenchError(f"unknown knob(s): {', '.join(unknown)}; known: {', '.join(sorted(KNOBS))}")
+        require_knobs(values, "knob")
         if isinstance(values.get("steps"), int):
             values = {**values, "steps": {o: values["steps"] for o in OBJECTIVES}}
         edits: dict[str, dict[str, Any]] = {}  # section -> field -> value

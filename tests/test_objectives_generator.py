@@ -13,10 +13,11 @@ from scipy.stats import chisquare
 from electra_bench import objectives, presets
 from electra_bench.errors import BenchError
 from electra_bench.flops import step_flops
-from electra_bench.run_config import SECTIONS, RunConfig
+from electra_bench.run_config import RunConfig
 from electra_bench.special_tokens import DEFAULT as SP
 
 from batches import random_batch
+from config_dicts import schema1
 
 V = 300
 
@@ -25,15 +26,6 @@ def _preset(layers=1, **kw):
     p = presets.get("tiny")
     enc = dataclasses.replace(p.model.encoder, num_layers=layers, vocab_size=kw.pop("vocab_size", V))
     return p.with_knobs(encoder=enc, **{"seq_len": 32, "batch_size": 8, **kw})
-
-
-def _schema1(p):
-    """`p` as run.json held it before the config tree: one flat dict."""
-    d = p.to_dict()
-    flat = {k: d[k] for k in ("name", "description", "source", "objective_overrides")}
-    for section in SECTIONS:
-        flat.update({k: v for k, v in d[section].items() if k != "generator"})
-    return flat
 
 
 def _batch(B=8, T=32, vocab=V, seed=0):
@@ -70,7 +62,7 @@ def test_defaults_are_the_papers_electra():
     for k, v in knobs.items():
         changed = p.with_knobs(**{k: v})
         assert RunConfig.from_dict(json.loads(json.dumps(changed.to_dict()))) == changed != p
-    flat = {k: v for k, v in _schema1(p).items() if k not in knobs}
+    flat = {k: v for k, v in schema1(p).items() if k not in knobs}
     assert RunConfig.from_dict(flat) == p
 
 

@@ -13,6 +13,8 @@ from electra_bench.experiments.references import spec_of_run
 from electra_bench.pretrain.trainer import comparable_identity
 from electra_bench.run_config import KNOBS, SECTIONS, RunConfig
 
+from config_dicts import schema1
+
 RESULTS = Path(__file__).resolve().parent.parent / "results"
 STORED_RUNS = sorted(RESULTS.glob("*/pretrain/*/seed-*/run.json"))
 
@@ -52,10 +54,7 @@ def test_to_dict_round_trips_in_both_schemas(name):
     p = presets.get(name)
     d = json.loads(json.dumps(p.to_dict()))
     assert d["schema"] == 2 and RunConfig.from_dict(d) == p
-    flat = {k: d[k] for k in ("name", "description", "source", "objective_overrides")}
-    for section in SECTIONS:
-        flat.update({k: v for k, v in d[section].items() if k != "generator"})
-    assert RunConfig.from_dict(flat) == p  # schema 1: run.json before the tree
+    assert RunConfig.from_dict(schema1(p)) == p  # schema 1: run.json before the tree
     with pytest.raises(BenchError, match="schema 3"):
         RunConfig.from_dict({**d, "schema": 3})
 

@@ -200,9 +200,10 @@ def _pretrain(preset: RunConfig, plan: Plan, train: SequenceSource, heldout: Seq
 
         log_row = _LogRow(out, plan, preset, opts.seed, model, d, bf16, meter, temperature, diag, diag_steps, bar)
 
+        warmup = preset.schedule.warmup_for(plan.total_steps)
         for step in range(start_step, plan.total_steps):
             model.train()
-            lr = optim.lr_at(step, plan.total_steps, preset.optim.lr, preset.schedule.warmup_for(plan.total_steps))
+            lr = optim.lr_at(step, plan.total_steps, preset.optim.lr, warmup)
             optim.set_lr(optimizer, lr)
             temperature.set(step / plan.total_steps)
             batch, padded, seed = batches.get(step)
