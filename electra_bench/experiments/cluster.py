@@ -25,6 +25,7 @@ within RESULT_GRACE_S (the attempt is lost, and said so); or its state cannot be
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import os
 import sys
@@ -37,6 +38,7 @@ from ..errors import BenchError
 from . import slurm
 from .devices import SLOT_ENV
 from .jobs import Job, Outcome
+from .work import PretrainWork
 
 SLURM_ENV = slurm.SLURM_ENV
 LOCAL_TIMEOUT_MIN = 7 * 24 * 60  # submitit's local default is 2 minutes, after which it requeues
@@ -74,6 +76,20 @@ class ClusterCall:
         from submitit.helpers import DelayedSubmission
 
         return DelayedSubmission(self)
+
+
+class RankCall(ClusterCall):
+    """One rank of a DDP pre-training run spread over a SLURM job's tasks (one process each, on one node),
+    where one machine's pool runs torchrun instead: torch.distributed's rendezvous from SLURM's variables
+    (submitit's TorchDistributedEnvironment: the first node, a port from the job id), then the
+    single-process work, whose trainer joins the group. Every task sees all the job's GPUs: the trainer
+    picks its own by LOCAL_RANK."""
+
+    def __call__(self):
+        from submitit.helpers import TorchDistributedEnvironment
+
+        TorchDistributedEnvironment().export(set_cuda_visible_devices=False)
+        return super().__call__()
 
 
 def slurm_parameters() -> dict:
@@ -141,6 +157,10 @@ class ClusterEngine:
         call: ClusterCall = ClusterCall(job.call, ",".join(slots))
         if self.name == "slurm":
             tasks = 1
+            work = job.call[0]
+            if isinstance(work, PretrainWork) and work.nproc > 1:
+                tasks = work.nproc
+                call = RankCall((dataclasses.replace(work, nproc=1),), ",".join(slots))
             gpus = job.devices if self.gpus else 0
             params.update(cpus_per_task=self.threads, tasks_per_node=tasks, nodes=1, gpus_per_node=gpus, name=job.id)
             request = slurm.Request.of(params, gpus, tasks, self.threads, f"job {job.id}")
