@@ -12,10 +12,10 @@ run under torchrun, and the single-process run's within a tolerance."""
 import json
 import os
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -100,6 +100,22 @@ def test_sbatch_refusals_are_one_line_naming_the_option(cluster, tmp_path, monke
     assert not ours("refused")
 
 
+@pytest.mark.parametrize("said, option", [
+    ("Requested time limit is invalid (missing or exceeds some limit)", "timeout_min"),
+    ("More processors requested than permitted", "--threads"),
+    ("Invalid account or account/partition combination specified", "slurm_account"),
+    ("Invalid qos specification", "slurm_qos"),
+])
+def test_refusals_of_a_cluster_that_enforces_its_limits_at_submission_name_the_option(said, option, tmp_path,
+                                                                                        monkeypatch):
+    """With EnforcePartLimits=ALL (common on real clusters, not the one-node cluster's default) sbatch refuses
+    what SLURM would otherwise keep pending; sbatch's words, as 22.05 prints them, and no cluster to ask."""
+    monkeypatch.setenv("SLURM_CONF", str(tmp_path / "no-cluster.conf"))
+    request = slurm.Request.of({"timeout_min": 1440}, gpus=0, tasks=1, cpus_per_task=4, job="job score/x")
+    message = str(slurm.refusal(f"sbatch: error: Batch job submission failed: {said}", request))
+    assert message.startswith(f"sbatch refused job score/x: {said}: ") and option in message and "\n" not in message
+
+
 def test_a_job_slurm_would_keep_pending_forever_is_refused_in_one_line(cluster, tmp_path, monkeypatch):
     """SLURM's default (EnforcePartLimits=NO) queues a job above the partition's time limit and never starts
     it: the driver reads the pending reason and stops with the option to change."""
@@ -122,10 +138,14 @@ def test_a_job_slurm_would_keep_pending_forever_is_refused_in_one_line(cluster, 
 def test_dry_run_checks_the_partition_and_node_kind_with_sinfo(cluster, tmp_path):
     """--dry-run --engine slurm asks sinfo: GPU jobs on a CPU cluster are refused in one line naming
     --device cpu; with it, the plan names the partition it was checked against."""
+    from click.testing import CliRunner
+
+    from electra_bench.cli import main
+
     def dry(*extra):
-        return subprocess.run([sys.executable, "-m", "electra_bench.cli", "compare", "--quick", "--engine", "slurm",
-                               "--dry-run", "--results", str(tmp_path / "results"), *extra],
-                              capture_output=True, text=True, timeout=600)
+        r = CliRunner().invoke(main, ["compare", "--quick", "--engine", "slurm", "--dry-run", "--results",
+                                      str(tmp_path / "results"), *extra], catch_exceptions=False)
+        return SimpleNamespace(returncode=r.exit_code, stdout=r.stdout, stderr=r.stderr)
     ok = dry("--device", "cpu")
     assert ok.returncode == 0, ok.stderr[-2000:]
     assert "(checked with sinfo)" in ok.stdout and "cluster: partition " in ok.stdout
