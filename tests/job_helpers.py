@@ -28,3 +28,17 @@ def die_once(marker: str):
 def slot_after(seconds: float):
     time.sleep(seconds)
     return worker_slot()
+
+
+def sleep_once(marker: str, seconds: float, times: int = 1):
+    """The first `times` attempts run long (a job cancelled mid-run in the tests; each adds a line to
+    `marker` once it runs), the next one answers at once. SIGTERM ends it at once, as it stops a
+    pre-training job at its next step (submitit's own handler would ignore it until SLURM's KillWait)."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    started = open(marker).read().count("\n") if os.path.exists(marker) else 0
+    if started < times:
+        with open(marker, "a") as f:
+            f.write("started\n")
+        time.sleep(seconds)
+        return "slept"
+    return "again"

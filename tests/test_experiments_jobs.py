@@ -118,10 +118,10 @@ def test_the_simulated_wall_time_follows_devices_and_dependencies():
     assert "wall on 2 device(s): 3 h" in sizing.render(report)
 
 
-def test_submitit_local_engine_pins_reports_and_retries(tmp_path, monkeypatch):
+def test_submitit_local_engine_pins_reports_and_retries(tmp_path, monkeypatch, capfd):
     """The cluster engine on submitit's local executor: each job its own process with its slot's GPU id in
     CUDA_VISIBLE_DEVICES (set by submitit before Python starts), a job's BenchError back as one line, and a
-    job whose process was killed submitted again."""
+    job whose process was killed submitted again, which the driver says (which job, which attempt, why)."""
     pytest.importorskip("submitit")
     from electra_bench.experiments.cluster import ClusterEngine
 
@@ -133,6 +133,8 @@ def test_submitit_local_engine_pins_reports_and_retries(tmp_path, monkeypatch):
               + [Job("victim", "pretrain", (_die_once, str(tmp_path / "died")), on_result=seen.append)], engine)
     slots = sorted(s["cuda_visible_devices"] for s in seen if isinstance(s, dict))
     assert slots == ["3", "5"] and "survived" in seen
+    said = [ln for ln in capfd.readouterr().err.splitlines() if ln.startswith("warning: job victim lost attempt 1 of 2: ")]
+    assert len(said) == 1 and "ended without a result" in said[0] and said[0].endswith("; running it again")
     with pytest.raises(BenchError, match="job bad failed: disk on fire"):
         run_graph([Job("bad", "pretrain", (_fail, "disk on fire"))],
                   ClusterEngine("submitit-local", ["cpu0"], tmp_path / "cluster2", gpus=False, threads=1))

@@ -29,6 +29,7 @@ from ..present import plots, report, tensorboard_curves
 from ..summarise.summary import build_summary
 from ..pretrain import run as runner
 from . import sizing, target
+from .cluster import check_cluster
 from .graph import Experiment, build_jobs, experiment, parallelism, run_experiments, slots
 from .spec import CompareSpec
 
@@ -121,6 +122,8 @@ def graph_report(spec: CompareSpec, jobs: list, n_devices: int | None, where: ta
                    + out["jobs"] + [{"id": "summarise", "kind": "summarise", "devices": 0, "deps": ["every job"],
                                      "flops": 0.0, "device_hours": 0.0}])
     out["parallelism"] = parallelism(spec)
+    if spec.engine == "slurm":
+        out["cluster"] = check_cluster(spec)
     return out
 
 

@@ -30,7 +30,7 @@ from ..store.runs import RunDir, open_run, runs_with_fewer_seeds
 from ..pretrain import run as runner
 from ..pretrain.trainer import unusable_part
 from . import sizing
-from .cluster import ClusterEngine
+from .cluster import ClusterEngine, check_cluster
 from .devices import parse_devices
 from .jobs import GraphResult, InlineEngine, Job, PoolEngine, run_graph
 from .progress import GraphProgress
@@ -67,6 +67,8 @@ def experiment(spec: CompareSpec, root: str | Path, run_id: str, quiet: bool = F
     t0 = time.perf_counter()
     tasks = load_tasks(spec.source, list(spec.tasks) if spec.tasks else None)
     slots(spec)  # unknown or missing devices fail here
+    if spec.engine == "slurm":
+        check_cluster(spec)  # a job no node can take fails here, not at its sbatch
     data, p, budget, plans = prepare(spec, quiet)
     note = runner.budget_note(p, budget, spec.convention)
     if note and not quiet:

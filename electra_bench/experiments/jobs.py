@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -262,9 +263,14 @@ def run_graph(jobs: list[Job], engine: Engine, progress: Progress | None = None,
                 break  # what is left waits on a failed job
             for job, outcome in engine.wait(poll_s):
                 free = sorted(free + running.pop(job.id), key=engine.slots.index)
-                if outcome.status == "lost" and attempts[job.id] <= retries:
-                    pending.insert(0, job)  # again, first: its slot is free now
-                    continue
+                if outcome.status == "lost":
+                    again = attempts[job.id] <= retries
+                    # said as it happens: a lost attempt costs time even when the retry succeeds
+                    print(f"warning: job {job.id} lost attempt {attempts[job.id]} of {retries + 1}: {outcome.value}; "
+                          f"{'running it again' if again else 'no attempt left'}", file=sys.stderr, flush=True)
+                    if again:
+                        pending.insert(0, job)  # again, first: its slot is free now
+                        continue
                 if outcome.status == "ok":
                     if job.on_result is not None:
                         job.on_result(outcome.value)

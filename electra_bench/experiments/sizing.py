@@ -139,6 +139,8 @@ def render(report: dict, max_rows: int = 40) -> str:
         else:
             lines.append(f"target: {target['kind']} ({target['why']}): {memory} of memory ({target['memory_of']}), "
                          f"{peak} peak; one pre-training step needs about {need} per process")
+    if report.get("cluster"):
+        lines.append(f"cluster: {report['cluster']}")
     for key, speed in report.get("speeds", {}).items():
         lines.append(f"speed of {key}: {speed['flops_per_s'] / 1e12:.3g} TFLOP/s per device "
                      f"({speed['mfu']:.1%} MFU), {speed['source']}")

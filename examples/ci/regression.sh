@@ -11,7 +11,8 @@
 #   EB_BASELINE  the committed baseline                                    [results/baselines/compare-quick.json]
 #   EB_STORE     the history store; keep it between CI runs (cache, artifact or a branch)
 #                                                                          [ci-history/history.jsonl]
-#   EB_OUT       what to publish: check.txt, report.txt, history.png/svg, summary.md, trend.csv/json
+#   EB_OUT       what to publish: check.txt, report.txt, history.png/svg, summary.md, trend.csv/json,
+#                and the run's scores.jsonl (scripts/slurm_ci.sh compares another engine's run with it)
 #                                                                          [ci-out]
 #   EB_PLOT_URL  where the published plot will be, for summary.md's link  [history.png]
 #   EB_NOTE      a note kept with this commit's record                     [none]
@@ -36,6 +37,8 @@ if [ -z "$RUN" ]; then
     RUN="$RESULTS/ci-quick"
     "${EB[@]}" compare --quick --results "$RESULTS" --run-id ci-quick --quiet > "$OUT/report.txt"
 fi
+
+cp "$RUN/scores.jsonl" "$OUT/scores.jsonl"
 
 # 2. the check against the committed baseline: its exit status is the job's
 rc=0
