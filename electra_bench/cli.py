@@ -25,9 +25,18 @@ from .errors import BenchError, Terminated
 from .present.text_formats import FORMATS
 from .pretrain import termination
 
-# Piped output (CI logs, files) gets a wide fixed width instead of rich's 80-column default.
-out = Console(width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+# Piped output (CI logs, files, grep) is never wrapped: rich would wrap at 80 columns, and any fixed width
+# splits long lines (a report's notes) where a reader or a script expects one line. Tables take their natural
+# width; only a terminal's width lays them out.
+UNWRAPPED = 100_000
+
+
+def _console(stream, **kw) -> Console:
+    return Console(**kw) if stream.isatty() else Console(width=UNWRAPPED, soft_wrap=True, **kw)
+
+
+out = _console(sys.stdout)
+err = _console(sys.stderr, stderr=True)
 
 
 CONVENTION_HELP = "FLOP counting: measured (fvcore on our modules) or paper (the ELECTRA paper's formula)."

@@ -226,3 +226,14 @@ def test_emulated_bf16_is_one_line_before_any_work(monkeypatch, tmp_path, capsys
             assert model.resolve_precision("bf16", "cpu", allow_emulated_bf16=True) == "bf16"
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("warning: --precision bf16: this CPU has no native bf16")
+
+
+def test_piped_output_is_never_wrapped():
+    """Issue 40: piped, the report's long lines were hard-wrapped at 160 columns (`token \\ncosine`), so a
+    reader's grep or a script found half a line. Not on a terminal, a line stays one line."""
+    from history_records import FIXTURE_RUN
+
+    proc = cli("report", FIXTURE_RUN, check=True)
+    learning = [ln for ln in proc.stdout.splitlines() if ln.startswith("Learning:")]
+    assert len(learning) == 2 and all(ln.endswith(")") and "token cosine" in ln for ln in learning), proc.stdout
+    assert max(map(len, learning)) > 160  # long enough to have been wrapped before
