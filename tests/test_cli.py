@@ -237,3 +237,14 @@ def test_piped_output_is_never_wrapped():
     learning = [ln for ln in proc.stdout.splitlines() if ln.startswith("Learning:")]
     assert len(learning) == 2 and all(ln.endswith(")") and "token cosine" in ln for ln in learning), proc.stdout
     assert max(map(len, learning)) > 160  # long enough to have been wrapped before
+
+
+def test_a_directory_of_runs_given_as_a_run_names_them(tmp_path):
+    """Issue 40: `report results` said "results/config.json: run config not found"."""
+    from electra_bench.store.runs import open_run
+
+    for run_id in ("compare-tiny-1", "compare-tiny-2"):
+        with open_run(tmp_path, run_id, {"preset": "tiny"}):
+            pass
+    one_line_error(cli("report", tmp_path), f"{tmp_path}: not a run directory (it holds runs: compare-tiny-1, "
+                                           f"compare-tiny-2; name one, e.g. {tmp_path / 'compare-tiny-1'})")
