@@ -639,7 +639,7 @@ def report(runs, fmt, references, device, show_plan, as_json):
     ablation runs in Table 5's."""
     for run in runs:
         _existing_run(run)
-    from .present.report import plan_report, render_runs, report_json
+    from .present.report import plan_report, render_plan, render_runs, report_json
 
     if references:
         from .experiments.references import add_to_run
@@ -649,7 +649,7 @@ def report(runs, fmt, references, device, show_plan, as_json):
         add_to_run(runs[0], list(references), device)
     if show_plan:
         plans = plan_report(runs)
-        return _emit_json(plans) if as_json else click.echo("\n".join(p["text"] for p in plans))
+        return _emit_json(plans) if as_json else click.echo(render_plan(plans))
     if as_json:
         return _emit_json(report_json(runs))
     click.echo(render_runs(runs, fmt, width=out.width))

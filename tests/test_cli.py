@@ -248,3 +248,16 @@ def test_a_directory_of_runs_given_as_a_run_names_them(tmp_path):
             pass
     one_line_error(cli("report", tmp_path), f"{tmp_path}: not a run directory (it holds runs: compare-tiny-1, "
                                            f"compare-tiny-2; name one, e.g. {tmp_path / 'compare-tiny-1'})")
+
+
+def test_report_plan_lines_fit_100_columns():
+    """Issue 40: `report --plan` printed one line of up to 300 characters per checkpoint. Now a heading per
+    run, the difference on one line and the design's plan wrapped under it."""
+    from history_records import FIXTURE_RUN
+
+    lines = cli("report", "--plan", FIXTURE_RUN, check=True).stdout.splitlines()
+    assert lines[0] == "compare-tiny-quick-dcf2017d:" and max(map(len, lines)) <= 100, lines
+    assert lines[1].startswith("  25% (5.0e11 FLOPs): RTD - MLM = ") and lines[2].startswith("    this design (2 ")
+    assert sum(ln.startswith("  ") and not ln.startswith("    ") for ln in lines) == 3  # one per checkpoint
+    records = json.loads(cli("report", "--plan", FIXTURE_RUN, "--json", check=True).stdout)
+    assert [r["fraction"] for r in records] == [0.25, 0.5, 1.0] and all(r["text"].startswith("[") for r in records)
