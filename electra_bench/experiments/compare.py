@@ -114,7 +114,7 @@ def graph_report(spec: CompareSpec, jobs: list, n_devices: int | None, where: ta
     if n_devices is None:  # planning for a machine this is not: --devices N needs no N visible GPUs here
         n_devices = int(spec.devices) if spec.devices and spec.devices.isdigit() else len(slots(spec)[1])
     n = n_devices
-    scoring = where.assumed_rate("no speed measured for scoring")
+    scoring = where.scoring_rate(rates)
     out = sizing.table(jobs, n, lambda job: rates.get(sizing.rate_key(job), scoring))
     out["target"] = where.describe(spec)
     out["jobs"] = ([{"id": "prepare", "kind": "prepare", "devices": 0, "deps": [], "flops": 0.0, "device_hours": 0.0}]
