@@ -521,22 +521,25 @@ def export(source, out_dir, objective, seed, fraction, overwrite, as_json):
 
 @main.command()
 @click.option("--preset", default=None, help="Default: tiny (the embedded CPU default).")
-@click.option("--budget", default=None, help="Per-objective budget (default: the preset's tuned default).")
+@click.option("--budget", default=None,
+              help="Per-objective FLOPs (1.2e13), or a percentage: a share of the paper's full schedule for the "
+                   "preset, not of the default budget (150% of tiny is 16x it). Default: the mode's.")
 @click.option("--quick", is_flag=True, help="The same path at a sixth of the default budget, with smaller probes (for CI; wall times: README).")
 @click.option("--long", "long_mode", is_flag=True, help="The long CPU mode: 5x the default budget (about an hour on 2 idle cores; README).")
+@click.option("--yes", is_flag=True, help="Start a budget above 4x the mode's default on a CPU without asking.")
 @click.option("--reference", "references", multiple=True, metavar="LABEL=SOURCE[@FLOPS]",
               help=REFERENCE_HELP)
 @experiment_options
 @override_options
-def compare(preset, budget, quick, long_mode, references, convention, corpus, source, tasks, seeds, pretrain_seeds,
-            protocol, root, run_id, device, jobs, threads, devices, gpus_per_run, engine, device_kind, dry_run, quiet,
-            allow_long_schedule, as_json, overrides):
+def compare(preset, budget, quick, long_mode, yes, references, convention, corpus, source, tasks, seeds,
+            pretrain_seeds, protocol, root, run_id, device, jobs, threads, devices, gpus_per_run, engine, device_kind,
+            dry_run, quiet, allow_long_schedule, as_json, overrides):
     """Pre-train MLM and RTD to the same budget, score every checkpoint, report the curves."""
     _experiment_prechecks(preset=preset, budget=budget, quick=quick, long_mode=long_mode, convention=convention,
                           overrides=overrides, objectives=None, corpus=corpus, source=source, references=references,
                           dry_run=dry_run, allow_long_schedule=allow_long_schedule)
     from .experiments import references as refs_mod
-    from .experiments.compare import CompareSpec, plan_only, run_compare
+    from .experiments.compare import CompareSpec, confirm, plan_only, run_compare, start
     from .summarise.reference_spec import parse_all
 
     spec = CompareSpec.resolve(preset=preset, budget=budget, quick=quick, convention=convention, corpus=corpus,
@@ -546,8 +549,13 @@ def compare(preset, budget, quick, long_mode, references, convention, corpus, so
                                gpus_per_run=gpus_per_run, engine=engine, allow_long_schedule=allow_long_schedule,
                                device_kind=device_kind)
     refs = parse_all(references)
+    run_id = run_id or spec.run_id()
     if dry_run:
-        return _show_graph(plan_only(spec, root, run_id or spec.run_id()), as_json)
+        return _show_graph(plan_only(spec, root, run_id), as_json)
+    begin = start(spec, root, run_id, quiet=quiet)
+    asked = confirm(begin, yes, ask=(lambda q: click.confirm(q, default=False, err=True)) if sys.stdin.isatty() else None)
+    if not (quiet or asked):
+        _note(begin.line)
     summary, rendered = run_compare(spec, root, run_id, quiet=quiet or as_json, width=out.width,
                                     score_more=refs_mod.phase(refs) if refs else None)
     _emit_json(summary) if as_json else click.echo(rendered, nl=False)
