@@ -539,7 +539,8 @@ def compare(preset, budget, quick, long_mode, yes, references, convention, corpu
                           overrides=overrides, objectives=None, corpus=corpus, source=source, references=references,
                           dry_run=dry_run, allow_long_schedule=allow_long_schedule)
     from .experiments import references as refs_mod
-    from .experiments.compare import CompareSpec, confirm, plan_only, run_compare, start
+    from .experiments.compare import CompareSpec, confirm, plan_only, run_compare, start, where_it_went
+    from .store.layout import RunLayout
     from .summarise.reference_spec import parse_all
 
     spec = CompareSpec.resolve(preset=preset, budget=budget, quick=quick, convention=convention, corpus=corpus,
@@ -559,6 +560,7 @@ def compare(preset, budget, quick, long_mode, yes, references, convention, corpu
     summary, rendered = run_compare(spec, root, run_id, quiet=quiet or as_json, width=out.width,
                                     score_more=refs_mod.phase(refs) if refs else None)
     _emit_json(summary) if as_json else click.echo(rendered, nl=False)
+    _note(where_it_went(RunLayout(Path(root) / run_id)))
 
 
 def _show_graph(plan: dict, as_json: bool) -> None:

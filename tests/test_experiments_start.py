@@ -1,6 +1,6 @@
 """What compare says and asks before it starts, and where it says its outputs went (issue 40): a budget is
 echoed in FLOPs against its mode's default with the wall time where it runs; on a CPU a budget far beyond
-the mode's default needs --yes (or a yes at a terminal)."""
+the mode's default needs --yes (or a yes at a terminal); the end names the run directory and the plots."""
 
 import subprocess
 import sys
@@ -69,7 +69,7 @@ def test_without_a_terminal_a_big_budget_is_one_line_and_creates_nothing(tmp_pat
     assert not (tmp_path / "results").exists()
 
 
-def test_compare_says_what_it_starts(tmp_path, word_corpus):
+def test_compare_says_what_it_starts_and_where_its_run_and_plots_went(tmp_path, word_corpus):
     micro = presets.resolve("tiny", presets.Overrides(batch_size=8, seq_len=32, vocab_size=300))
     budget = 8 * max(step_flops(micro.for_objective(o), o).flops_per_step for o in ("mlm", "rtd"))
     results = tmp_path / "results"
@@ -81,3 +81,6 @@ def test_compare_says_what_it_starts(tmp_path, word_corpus):
     lines = proc.stderr.splitlines()
     said = next(ln for ln in lines if ln.startswith(f"{run.name}: "))
     assert "FLOPs per objective" in said and "on 1 CPU worker(s) (at the speeds measured here)" in said
+    assert lines[-2] == f"run: {run}/ (report.txt, report.md, summary.json)"
+    assert lines[-1].startswith(f"plots: {run / 'plots'}/ (") and "score_vs_flops" in lines[-1]
+    assert (run / "report.txt").is_file() and (run / "plots" / "score_vs_flops.png").is_file()

@@ -120,6 +120,15 @@ def confirm(begin: Start, yes: bool, ask: Callable[[str], bool] | None) -> bool:
     return True
 
 
+def where_it_went(layout: RunLayout) -> str:
+    """Where a finished compare's outputs are: its run directory and its plots."""
+    files = [f for f in layout.plots.glob("*") if f.is_file()]
+    names, formats = sorted({f.stem for f in files}), sorted({f.suffix[1:] for f in files})
+    plots = f"{layout.plots}/ ({', '.join(names)}; {' and '.join(formats)})" if files else "none"
+    return (f"run: {layout.root}/ ({layout.report_txt.name}, {layout.report_md.name}, {layout.summary.name})\n"
+            f"plots: {plots}")
+
+
 def write_outputs(run, task_specs: dict, convention: str, work: dict) -> dict:
     """summary.json (with the run's work summed over invocations), plots/ and report.txt/.md, from what is
     stored: after a compare, and after scores are added to a finished run (report --reference)."""
