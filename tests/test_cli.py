@@ -261,3 +261,19 @@ def test_report_plan_lines_fit_100_columns():
     assert sum(ln.startswith("  ") and not ln.startswith("    ") for ln in lines) == 3  # one per checkpoint
     records = json.loads(cli("report", "--plan", FIXTURE_RUN, "--json", check=True).stdout)
     assert [r["fraction"] for r in records] == [0.25, 0.5, 1.0] and all(r["text"].startswith("[") for r in records)
+
+
+def test_compare_help_is_grouped_and_explains_gdes():
+    """Issue 40: `compare --help` was 132 lines in one list and never said what `--embedding-sharing gdes` is."""
+    text = cli("compare", "--help", check=True).stdout
+    lines = text.splitlines()
+    assert len(lines) <= 110, len(lines)
+    sections = [ln for ln in lines if ln and not ln.startswith(" ") and ln.endswith(":")]
+    assert sections == ["Budget:", "What is compared and scored:", "Where it runs:", "Output:",
+                        "Model and objective (default: the preset's):", "Other:"]
+    budget = next(i for i, ln in enumerate(lines) if ln.startswith("  --budget TEXT "))
+    assert lines.index("Budget:") < budget < lines.index("What is compared and scored:")
+    flat = " ".join(text.split())
+    assert "gdes (DeBERTaV3: the discriminator reads the generator's under stop-gradient" in flat
+    assert "a share of the paper's full schedule for the preset, not of the default budget" in flat
+    assert "[x>=1]" not in text and "--seeds N " in text  # numbers: N or X, their ranges said when refused
