@@ -593,10 +593,9 @@ def compare(preset, budget, quick, long_mode, yes, references, convention, corpu
         return _show_graph(plan_only(spec, root, run_id), as_json)
     begin = start(spec, root, run_id, quiet=quiet)
     asked = confirm(begin, yes, ask=(lambda q: click.confirm(q, default=False, err=True)) if sys.stdin.isatty() else None)
-    if not (quiet or asked):
-        _note(begin.line)
     summary, rendered = run_compare(spec, root, run_id, quiet=quiet or as_json, width=out.width,
-                                    score_more=refs_mod.phase(refs) if refs else None)
+                                    score_more=refs_mod.phase(refs) if refs else None,
+                                    announce=None if quiet or asked else functools.partial(_note, begin.line))
     _emit_json(summary) if as_json else click.echo(rendered, nl=False)
     _note(where_it_went(RunLayout(Path(root) / run_id)))
 

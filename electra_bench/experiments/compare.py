@@ -56,10 +56,13 @@ def record_invocation(exp: Experiment) -> dict:
 
 
 def run_compare(spec: CompareSpec, root: str | Path, run_id: str | None, quiet: bool = False, width: int = 160,
-                score_more=None):
+                score_more=None, announce: Callable[[], None] | None = None):
     """Run (or resume) a compare; return its summary and the report laid out for `width` columns.
-    `score_more(exp)`: more scoring after the run's own graph (the reference points)."""
+    `score_more(exp)`: more scoring after the run's own graph (the reference points). `announce()`: once the
+    run directory is open, before any job (what can fail on the input has, by then, failed in one line)."""
     with experiment(spec, root, run_id or spec.run_id(), quiet) as exp:
+        if announce is not None:
+            announce()
         run_experiments(spec, [(exp, {})], exp.run.layout.root / "cluster", quiet)
         if score_more is not None:
             score_more(exp)
