@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import functools
 import json
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -25,17 +26,25 @@ from .errors import BenchError, Terminated
 from .present.text_formats import FORMATS
 from .pretrain import termination
 
-# Piped output (CI logs, files) gets a wide fixed width instead of rich's 80-column default.
-out = Console(width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+# Piped output (CI logs, files, grep) is never wrapped: rich would wrap at 80 columns, and any fixed width
+# splits long lines (a report's notes) where a reader or a script expects one line. Tables take their natural
+# width; only a terminal's width lays them out.
+UNWRAPPED = 100_000
 
 
-CONVENTION_HELP = "FLOP counting: measured (fvcore on our modules) or paper (the ELECTRA paper's formula)."
+def _console(stream, **kw) -> Console:
+    return Console(**kw) if stream.isatty() else Console(width=UNWRAPPED, soft_wrap=True, **kw)
+
+
+out = _console(sys.stdout)
+err = _console(sys.stderr, stderr=True)
+
+
+CONVENTION_HELP = "FLOP counting: measured (fvcore on our modules) or paper (the paper's formula)."
 DEVICE_HELP = "auto (CUDA when available), cpu, cuda or cuda:N."
 PROTOCOL_HELP = "finetune (the paper's recipe), probe (linear probe on frozen features) or fewshot."
-REFERENCE_HELP = ("An external checkpoint scored beside the run with its suite, protocol and seeds, shown at the "
-                  "FLOPs you state: LABEL=SOURCE[@FLOPS], SOURCE a transformers folder, hf:NAME (local cache) or "
-                  "a checkpoint; repeatable.")
+REFERENCE_HELP = ("Score an external checkpoint beside the run, shown at the FLOPs you state; SOURCE: a "
+                  "transformers folder, hf:NAME (local cache) or a checkpoint; repeatable.")
 OBJECTIVE_HELP = ("mlm: BERT's masked LM; rtd: ELECTRA's replaced-token detection; the paper's Table 5 ablations: "
                   "rtd-15 (discriminator loss on masked positions only), replace-mlm (generator samples instead "
                   "of [MASK]), alltokens-mlm (predict every token, with a copy mechanism).")
@@ -205,6 +214,49 @@ def _interrupted() -> None:
     sys.exit(130)
 
 
+MODEL_SECTION = "Model and objective (default: the preset's)"
+# compare, ablate and sweep list their options in these groups, in this order (the rest: MODEL_SECTION, the
+# preset overrides; then --help); one flat list of 45 options hid what a newcomer looks for
+SECTIONS = {
+    "Budget": ("preset", "budget", "quick", "long_mode", "yes", "convention", "allow_long_schedule"),
+    "What is compared and scored": ("objectives", "generator_sizes", "references", "corpus", "source", "tasks",
+                                    "seeds", "pretrain_seeds", "protocol"),
+    "Where it runs": ("device", "jobs", "threads", "devices", "gpus_per_run", "engine", "device_kind"),
+    "Output": ("root", "run_id", "dry_run", "quiet", "as_json"),
+}
+
+
+class _Sectioned(click.Command):
+    """A command whose --help lists its options in SECTIONS, then the preset overrides, then --help. Number
+    options show as N or X without click's range ([x>=1]): a bad value is refused with its range anyway, and
+    at 80 columns each costs a line."""
+
+    def format_options(self, ctx, formatter) -> None:
+        section_of = {name: title for title, names in SECTIONS.items() for name in names}
+        groups: dict[str, list] = {title: [] for title in (*SECTIONS, MODEL_SECTION, "Other")}
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is not None and not isinstance(param, click.Argument):
+                group = section_of.get(param.name, MODEL_SECTION if param.name in KNOB_OPTIONS else "Other")
+                groups[group].append(_short_numbers(*record))
+        for title, records in groups.items():
+            if records:
+                with formatter.section(title):  # a choice list runs long: it takes its own line, not the column
+                    formatter.write_dl(records, col_max=max([len(r[0]) for r in records if len(r[0]) <= 24] or [24]))
+
+
+def _short_numbers(signature: str, text: str) -> tuple[str, str]:
+    signature = signature.replace(" INTEGER RANGE", " N").replace(" FLOAT RANGE", " X")
+    head, bracket, extras = text.rpartition("  [")
+    if bracket and extras.endswith("]"):
+        kept = [e for e in extras[:-1].split("; ") if not re.fullmatch(r"[0-9.]*<?=?x[<>]=?[0-9.]*", e)]
+        text = head + (f"  [{'; '.join(kept)}]" if kept else "")
+    return signature, text
+
+
+KNOB_OPTIONS: set[str] = set()  # the dests of override_options' options (filled as it decorates)
+
+
 def override_options(fn):
     """The preset fields users change on the command line."""
     opts = [
@@ -215,36 +267,34 @@ def override_options(fn):
                      help="Generator hidden size: a fraction of the discriminator's (<= 1) or absolute (> 1)."),
         click.option("--lr", type=POSITIVE_FLOAT, help="Peak learning rate."),
         click.option("--mask-prob", type=FRACTION, help="Fraction of positions masked."),
-        click.option("--vocab-size", type=click.IntRange(min=6), help="Vocabulary size (of a tokenizer trained on the corpus)."),
+        click.option("--vocab-size", type=click.IntRange(min=6), help="Vocabulary size of the tokenizer trained."),
         click.option("--temperature", "rtd_temperature", type=click.FloatRange(min=0),
-                     help="RTD: sample the generator from softmax(logits / T) (official `temperature`; 1 = standard)."),
+                     help="RTD: sample the generator at temperature T (official temperature; 1 = standard)."),
         click.option("--temperature-warmup", "rtd_temperature_warmup", callback=_temperature_warmup,
                      metavar="T:HOLD:END",
-                     help="RTD: sample at temperature T until HOLD of the budget, then linearly to --temperature "
-                          "by END (fractions of the budget), e.g. 2:0.125:0.25 (ours: a bootstrap for small budgets)."),
-        click.option("--dropout", type=click.FloatRange(0, 1, max_open=True), help="Dropout in the encoder during pre-training."),
+                     help="RTD: temperature T until HOLD of the budget, then linearly to --temperature by END, "
+                          "e.g. 2:0.125:0.25 (ours: a bootstrap for small budgets)."),
+        click.option("--dropout", type=click.FloatRange(0, 1, max_open=True), help="Encoder dropout in pre-training."),
         # the official code's generator knobs (configure_pretraining.py); defaults: the preset's
         click.option("--generator-layers", type=POSITIVE_FLOAT,
-                     help="Generator depth: a fraction of the discriminator's layers (<= 1) or absolute (> 1) "
-                          "(official generator_layers)."),
+                     help="Generator depth: a share of the discriminator's layers (<= 1) or a count."),
         click.option("--uniform-generator/--learned-generator", default=None,
-                     help="Replacements uniform over the vocabulary, no generator model (official uniform_generator)."),
+                     help="Replacements uniform over the vocabulary: no generator model."),
         click.option("--embedding-sharing", type=click.Choice(EMBEDDING_SHARING), default=None,
-                     help="Generator and discriminator embeddings: shared (the paper) or untied (official "
-                          "untied_generator_embeddings)."),
+                     help="Generator and discriminator embeddings: shared (the paper), untied, or gdes "
+                          "(DeBERTaV3: the discriminator reads the generator's under stop-gradient plus its own "
+                          "residual, so only the generator's loss trains them; rtd, rtd-15)."),
         click.option("--untied-generator/--tied-generator", default=None,
-                     help="--tied-generator: one transformer is generator and discriminator, every weight shared "
-                          "(official untied_generator=False)."),
+                     help="--tied-generator: one transformer is generator and discriminator."),
         click.option("--disallow-correct/--allow-correct", default=None,
-                     help="A generator sample never equals the original token (official disallow_correct)."),
-        click.option("--gen-weight", type=click.FloatRange(min=0), help="Weight of the generator (MLM) loss (official gen_weight)."),
+                     help="A generator sample never equals the original token."),
+        click.option("--gen-weight", type=click.FloatRange(min=0), help="Weight of the generator (MLM) loss."),
         click.option("--disc-weight", type=click.FloatRange(min=0),
-                     help="Weight of the discriminator loss, ELECTRA's lambda (official disc_weight)."),
+                     help="Weight of the discriminator loss (ELECTRA's lambda)."),
         click.option("--warmup-steps", type=click.IntRange(min=0),
-                     help="Learning-rate warm-up in steps (official num_warmup_steps; default: the preset's fraction of the run)."),
+                     help="Learning-rate warm-up steps (default: the preset's fraction of the run)."),
         click.option("--checkpoints", "checkpoint_fractions", callback=_checkpoints, metavar="F,F,...|N@FIRST",
-                     help="Budget fractions saved and scored, e.g. 0.25,0.5,1, or 7@0.125: 7 log-spaced from "
-                          "0.125 to 1 (default: the preset's)."),
+                     help="Budget fractions saved and scored: 0.25,0.5,1, or 7@0.125 (7 log-spaced from 0.125)."),
     ]
     before = len(getattr(fn, "__click_params__", []))
     for o in reversed(opts):
@@ -252,6 +302,7 @@ def override_options(fn):
     # every option above stores into the knob it is named after (run_config.KNOBS): a knob users set is
     # one option there, and nothing else here
     knobs = [param.name for param in fn.__click_params__[before:]]
+    KNOB_OPTIONS.update(knobs)
 
     @functools.wraps(fn)
     def wrapper(**kw):
@@ -322,8 +373,7 @@ def signal(seq_len, mask_prob, vocab_size, as_json):
 
 LONG_SCHEDULE_OPTION = click.option(
     "--allow-long-schedule", is_flag=True,
-    help="Train a budget beyond 1000x the paper's full schedule for the preset (refused otherwise: usually a "
-         "slip of the exponent).")
+    help="Allow a budget beyond 1000x the paper's full schedule (usually a slip of the exponent).")
 
 
 def experiment_options(fn):
@@ -332,14 +382,15 @@ def experiment_options(fn):
         click.option("--convention", type=click.Choice(FLOP_CONVENTIONS), default="measured", show_default=True,
                      help=CONVENTION_HELP),
         click.option("--corpus", default=None,
-                     help="Pre-training text: a file, directory, glob or hf:NAME (default: the embedded suite's corpus)."),
+                     help="Pre-training text: file, directory, glob or hf:NAME (default: the suite's)."),
         click.option("--data", "source", default=None, help="Downstream tasks (default: embedded suite)."),
         click.option("--tasks", default=None, help="Comma-separated task names (default: all of --data)."),
         click.option("--seeds", type=POSITIVE_INT, default=None, help="Evaluation seeds per checkpoint and task."),
         click.option("--pretrain-seeds", type=POSITIVE_INT, default=None,
-                     help="Pre-training runs per objective (compare's CPU default: 2, else 1); the score band is over these."),
+                     help="Pre-training runs per objective (CPU default: 2, else 1): the band is over these."),
         click.option("--protocol", type=click.Choice(PROTOCOLS), default=None,
-                     help=PROTOCOL_HELP + " Default: probe on the CPU default, finetune with --preset."),
+                     help="finetune (the paper's), probe (frozen features) or fewshot (default: probe on the "
+                          "CPU default, finetune with --preset)."),
         click.option("--results", "root", default="results", show_default=True, help="Where run directories go."),
         click.option("--run-id", default=None, help="Default: derived from the config, so a rerun resumes."),
         click.option("--device", default="auto", show_default=True, help=DEVICE_HELP),
@@ -347,22 +398,18 @@ def experiment_options(fn):
                      help="Worker processes (default: one per core, at most one per run)."),
         click.option("--threads", type=POSITIVE_INT, default=None, help="Threads per worker (default: cores / jobs)."),
         click.option("--devices", default=None,
-                     help="Devices of the job graph, one pinned worker each: auto (every visible GPU; on a CPU "
-                          "--jobs workers), cpu, N (the first N GPUs) or GPU ids like 0,2; with --engine slurm, "
-                          "GPUs in flight (default 8)."),
+                     help="One worker each: auto (every visible GPU, else --jobs CPU workers), cpu, N GPUs or "
+                          "ids like 0,2; slurm: GPUs in flight (8)."),
         click.option("--gpus-per-run", type=POSITIVE_INT, default=None,
-                     help="GPUs of one pre-training run (torchrun DDP); the other devices score meanwhile."),
+                     help="GPUs of one pre-training run (DDP); the others score meanwhile."),
         click.option("--engine", type=click.Choice(ENGINES), default="local", show_default=True,
-                     help="Where jobs run: local worker processes, submitit-local (each job a submitit process) "
-                          "or slurm (cluster jobs over a shared file system; pip install 'electra-bench[cluster]'; "
+                     help="local workers, submitit-local or slurm (cluster jobs: the [cluster] extra, "
                           "docs/scheduling.md)."),
         click.option("--device-kind", type=click.Choice(DEVICE_KINDS), default=None,
-                     help="The GPU the jobs run on, for the memory check and --dry-run's hours (datasheet memory "
-                          "and peak, measured speeds where there are some); default: this machine's devices, or "
-                          "an h100 (said so) with --engine slurm or GPUs this machine lacks."),
+                     help="The GPU the jobs run on, for the memory check and the dry run's hours (default: this "
+                          "machine's; an h100 for GPUs it lacks)."),
         click.option("--dry-run", is_flag=True,
-                     help="Print the job graph (jobs, FLOPs, device-hours at a measured or stated speed, wall "
-                          "time on the devices) for the target's devices and run nothing."),
+                     help="Print the job graph, its FLOPs and hours on the devices it runs on; run nothing."),
         click.option("--quiet", is_flag=True, help="No progress output."),
         LONG_SCHEDULE_OPTION,
         click.option("--json", "as_json", is_flag=True, help="Machine-readable output (stable snake_case keys)."),
@@ -510,24 +557,28 @@ def export(source, out_dir, objective, seed, fraction, overwrite, as_json):
             out.print(f"{m['architecture']}: {m['folder']}", highlight=False)
 
 
-@main.command()
+@main.command(cls=_Sectioned)
 @click.option("--preset", default=None, help="Default: tiny (the embedded CPU default).")
-@click.option("--budget", default=None, help="Per-objective budget (default: the preset's tuned default).")
+@click.option("--budget", default=None,
+              help="Per-objective FLOPs (1.2e13), or a percentage: a share of the paper's full schedule for the "
+                   "preset, not of the default budget (150% of tiny is 16x it). Default: the mode's.")
 @click.option("--quick", is_flag=True, help="The same path at a sixth of the default budget, with smaller probes (for CI; wall times: README).")
 @click.option("--long", "long_mode", is_flag=True, help="The long CPU mode: 5x the default budget (about an hour on 2 idle cores; README).")
+@click.option("--yes", is_flag=True, help="Start a budget above 4x the mode's default on a CPU without asking.")
 @click.option("--reference", "references", multiple=True, metavar="LABEL=SOURCE[@FLOPS]",
               help=REFERENCE_HELP)
 @experiment_options
 @override_options
-def compare(preset, budget, quick, long_mode, references, convention, corpus, source, tasks, seeds, pretrain_seeds,
-            protocol, root, run_id, device, jobs, threads, devices, gpus_per_run, engine, device_kind, dry_run, quiet,
-            allow_long_schedule, as_json, overrides):
+def compare(preset, budget, quick, long_mode, yes, references, convention, corpus, source, tasks, seeds,
+            pretrain_seeds, protocol, root, run_id, device, jobs, threads, devices, gpus_per_run, engine, device_kind,
+            dry_run, quiet, allow_long_schedule, as_json, overrides):
     """Pre-train MLM and RTD to the same budget, score every checkpoint, report the curves."""
     _experiment_prechecks(preset=preset, budget=budget, quick=quick, long_mode=long_mode, convention=convention,
                           overrides=overrides, objectives=None, corpus=corpus, source=source, references=references,
                           dry_run=dry_run, allow_long_schedule=allow_long_schedule)
     from .experiments import references as refs_mod
-    from .experiments.compare import CompareSpec, plan_only, run_compare
+    from .experiments.compare import CompareSpec, confirm, plan_only, run_compare, start, where_it_went
+    from .store.layout import RunLayout
     from .summarise.reference_spec import parse_all
 
     spec = CompareSpec.resolve(preset=preset, budget=budget, quick=quick, convention=convention, corpus=corpus,
@@ -537,11 +588,16 @@ def compare(preset, budget, quick, long_mode, references, convention, corpus, so
                                gpus_per_run=gpus_per_run, engine=engine, allow_long_schedule=allow_long_schedule,
                                device_kind=device_kind)
     refs = parse_all(references)
+    run_id = run_id or spec.run_id()
     if dry_run:
-        return _show_graph(plan_only(spec, root, run_id or spec.run_id()), as_json)
+        return _show_graph(plan_only(spec, root, run_id), as_json)
+    begin = start(spec, root, run_id, quiet=quiet)
+    asked = confirm(begin, yes, ask=(lambda q: click.confirm(q, default=False, err=True)) if sys.stdin.isatty() else None)
     summary, rendered = run_compare(spec, root, run_id, quiet=quiet or as_json, width=out.width,
-                                    score_more=refs_mod.phase(refs) if refs else None)
+                                    score_more=refs_mod.phase(refs) if refs else None,
+                                    announce=None if quiet or asked else functools.partial(_note, begin.line))
     _emit_json(summary) if as_json else click.echo(rendered, nl=False)
+    _note(where_it_went(RunLayout(Path(root) / run_id)))
 
 
 def _show_graph(plan: dict, as_json: bool) -> None:
@@ -552,7 +608,7 @@ def _show_graph(plan: dict, as_json: bool) -> None:
     _emit_json(plan) if as_json else out.print(render(plan), highlight=False, soft_wrap=True)
 
 
-@main.command()
+@main.command(cls=_Sectioned)
 @click.option("--preset", default=None, help="Default: tiny (the embedded CPU default).")
 @click.option("--budget", default=None, help="Per-objective budget (default: the preset's tuned default).")
 @click.option("--objectives", default=None,
@@ -582,7 +638,7 @@ def ablate(preset, budget, objectives, quick, convention, corpus, source, tasks,
     _emit_json(result) if as_json else click.echo(rendered)
 
 
-@main.command()
+@main.command(cls=_Sectioned)
 @click.option("--preset", default=None, help="Default: tiny (the embedded CPU default).")
 @click.option("--budget", default=None, help="Budget of every pre-training run (default: the preset's tuned default).")
 @click.option("--generator-sizes", default=None,
@@ -630,7 +686,7 @@ def report(runs, fmt, references, device, show_plan, as_json):
     ablation runs in Table 5's."""
     for run in runs:
         _existing_run(run)
-    from .present.report import plan_report, render_runs, report_json
+    from .present.report import plan_report, render_plan, render_runs, report_json
 
     if references:
         from .experiments.references import add_to_run
@@ -640,7 +696,7 @@ def report(runs, fmt, references, device, show_plan, as_json):
         add_to_run(runs[0], list(references), device)
     if show_plan:
         plans = plan_report(runs)
-        return _emit_json(plans) if as_json else click.echo("\n".join(p["text"] for p in plans))
+        return _emit_json(plans) if as_json else click.echo(render_plan(plans))
     if as_json:
         return _emit_json(report_json(runs))
     click.echo(render_runs(runs, fmt, width=out.width))

@@ -226,3 +226,54 @@ def test_emulated_bf16_is_one_line_before_any_work(monkeypatch, tmp_path, capsys
             assert model.resolve_precision("bf16", "cpu", allow_emulated_bf16=True) == "bf16"
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("warning: --precision bf16: this CPU has no native bf16")
+
+
+def test_piped_output_is_never_wrapped():
+    """Issue 40: piped, the report's long lines were hard-wrapped at 160 columns (`token \\ncosine`), so a
+    reader's grep or a script found half a line. Not on a terminal, a line stays one line."""
+    from history_records import FIXTURE_RUN
+
+    proc = cli("report", FIXTURE_RUN, check=True)
+    learning = [ln for ln in proc.stdout.splitlines() if ln.startswith("Learning:")]
+    assert len(learning) == 2 and all(ln.endswith(")") and "token cosine" in ln for ln in learning), proc.stdout
+    assert max(map(len, learning)) > 160  # long enough to have been wrapped before
+
+
+def test_a_directory_of_runs_given_as_a_run_names_them(tmp_path):
+    """Issue 40: `report results` said "results/config.json: run config not found"."""
+    from electra_bench.store.runs import open_run
+
+    for run_id in ("compare-tiny-1", "compare-tiny-2"):
+        with open_run(tmp_path, run_id, {"preset": "tiny"}):
+            pass
+    one_line_error(cli("report", tmp_path), f"{tmp_path}: not a run directory (it holds runs: compare-tiny-1, "
+                                           f"compare-tiny-2; name one, e.g. {tmp_path / 'compare-tiny-1'})")
+
+
+def test_report_plan_lines_fit_100_columns():
+    """Issue 40: `report --plan` printed one line of up to 300 characters per checkpoint. Now a heading per
+    run, the difference on one line and the design's plan wrapped under it."""
+    from history_records import FIXTURE_RUN
+
+    lines = cli("report", "--plan", FIXTURE_RUN, check=True).stdout.splitlines()
+    assert lines[0] == "compare-tiny-quick-dcf2017d:" and max(map(len, lines)) <= 100, lines
+    assert lines[1].startswith("  25% (5.0e11 FLOPs): RTD - MLM = ") and lines[2].startswith("    this design (2 ")
+    assert sum(ln.startswith("  ") and not ln.startswith("    ") for ln in lines) == 3  # one per checkpoint
+    records = json.loads(cli("report", "--plan", FIXTURE_RUN, "--json", check=True).stdout)
+    assert [r["fraction"] for r in records] == [0.25, 0.5, 1.0] and all(r["text"].startswith("[") for r in records)
+
+
+def test_compare_help_is_grouped_and_explains_gdes():
+    """Issue 40: `compare --help` was 132 lines in one list and never said what `--embedding-sharing gdes` is."""
+    text = cli("compare", "--help", check=True).stdout
+    lines = text.splitlines()
+    assert len(lines) <= 110, len(lines)
+    sections = [ln for ln in lines if ln and not ln.startswith(" ") and ln.endswith(":")]
+    assert sections == ["Budget:", "What is compared and scored:", "Where it runs:", "Output:",
+                        "Model and objective (default: the preset's):", "Other:"]
+    budget = next(i for i, ln in enumerate(lines) if ln.startswith("  --budget TEXT "))
+    assert lines.index("Budget:") < budget < lines.index("What is compared and scored:")
+    flat = " ".join(text.split())
+    assert "gdes (DeBERTaV3: the discriminator reads the generator's under stop-gradient" in flat
+    assert "a share of the paper's full schedule for the preset, not of the default budget" in flat
+    assert "[x>=1]" not in text and "--seeds N " in text  # numbers: N or X, their ranges said when refused

@@ -68,12 +68,36 @@ def test_ablate_and_sweep_graphs(tmp_path):
     assert [i for i in ids(plan, "score") if "/init/" in i] == ["bert/score/init/seed-0/frac-0.0000"]
 
 
-def test_the_text_table_names_the_assumptions(tmp_path):
-    r = invoke("compare", "--quick", "--jobs", "2", "--dry-run", "--results", tmp_path / "results")
+def test_a_cpu_plan_is_sized_at_the_speed_measured_here(tmp_path):
+    """Issue 40: on a CPU machine the dry run sized the quick run for an H100 (`wall on 2 device(s):
+    5.51e-06 h` for a run of 10 minutes). The jobs run on this CPU: each objective's step is timed here, at
+    one worker's threads, and the hours follow from it."""
+    r = invoke("compare", "--quick", "--jobs", "2", "--device", "cpu", "--dry-run", "--results", tmp_path / "results")
     assert r.exit_code == 0, r.output
-    assert "pretrain/mlm/seed-0" in r.stdout and "wall on 2 device(s)" in r.stdout
-    assert "assumed: 40% MFU of the h100's 989 TFLOP/s" in r.stdout  # tiny's speed was never measured on a GPU
-    assert "target: this machine" in r.stdout  # a CPU run: the memory checked is this machine's
+    assert "pretrain/mlm/seed-0" in r.stdout and "wall on 2 CPU worker(s)" in r.stdout
+    assert "target: this machine's CPU (--device cpu;" in r.stdout and "h100" not in r.stdout
+    plan, _ = graph("compare", "--quick", "--jobs", "2", "--device", "cpu", tmp_path=tmp_path)
+    assert plan["target"]["kind"] == "cpu" and plan["target"]["runs_here"] and plan["target"]["peak_flops"] is None
+    for objective in ("mlm", "rtd"):
+        speed = plan["speeds"][f"pretrain/{objective}"]
+        assert speed["source"].startswith("measured here: ") and "on 1 thread(s)" in speed["source"]
+        assert speed["mfu"] is None and 0 < speed["flops_per_s"] < 1e13  # a CPU core, not a GPU
+    # 4 runs of 2e12 FLOPs on 2 single-thread workers: minutes, never the milliseconds of an H100
+    assert plan["wall_hours"] > 1e-3
+    pre = next(j for j in plan["jobs"] if j["id"] == "pretrain/rtd/seed-0")
+    assert pre["device_hours"] == pytest.approx(pre["flops"] / plan["speeds"]["pretrain/rtd"]["flops_per_s"] / 3600)
+
+
+def test_measuring_the_speed_here_leaves_threads_and_random_state_alone():
+    from electra_bench import presets
+    from electra_bench.pretrain import speed
+
+    p = presets.get("tiny").with_knobs(batch_size=8, seq_len=32, vocab_size=300).for_objective("rtd")
+    threads, state = torch.get_num_threads(), torch.get_rng_state()
+    m = speed.measure(p, "rtd", threads=1)
+    assert m.tokens_per_s > 0 and m.batch_size == 8 and m.threads == 1 and m.steps >= 1
+    assert torch.get_num_threads() == threads and torch.equal(torch.get_rng_state(), state)
+    assert speed.measure(p, "rtd", threads=1) is m  # once per process
 
 
 def test_a_cluster_plan_typed_where_there_is_no_gpu_is_for_the_clusters_gpus(tmp_path, monkeypatch):

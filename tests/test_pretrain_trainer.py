@@ -84,6 +84,36 @@ def test_a_finished_run_is_reused_and_a_different_one_refused(tmp_path, syntheti
         _run(tmp_path, synthetic, "mlm", steps=9)
 
 
+def test_mfu_never_exceeds_100_percent():
+    """Issue 40: a peak measured at start-up while the machine was busy was too low, and the progress showed
+    MFU 168-175%. A step rate above the peak measures the peak again (the higher one stands); a rate still
+    above it reports no MFU rather than an impossible one."""
+    from electra_bench.pretrain.trainer import _Throughput
+
+    measured = []
+    meter = _Throughput(2048, 1e12, peak=1.0, remeasure=lambda: measured.append(1) or 1e30)  # 1 FLOP/s: far too low
+    meter.tick()
+    tokens_per_s, mfu = meter.read()
+    assert tokens_per_s > 0 and measured == [1] and meter.peak == 1e30 and 0 < mfu <= 1.0
+    meter.tick()
+    assert meter.read()[1] <= 1.0 and measured == [1]  # a rate below the peak measures nothing again
+
+    busy = _Throughput(2048, 1e12, peak=1.0, remeasure=lambda: measured.append(1) or 2.0)  # busy again: still low
+    for _ in range(_Throughput.MAX_REMEASURES + 3):
+        busy.tick()
+        assert busy.read()[1] is None
+    assert len(measured) == 1 + _Throughput.MAX_REMEASURES and busy.peak == 2.0  # bounded cost
+
+
+def test_a_declared_peak_below_the_achieved_rate_reports_no_mfu(tmp_path, synthetic):
+    p = _preset()
+    plan = make_plan("mlm", "measured", 8e9 + 5e8, 1e9, FRACS)
+    pretrain(p, plan, synthetic(64, 32, 300), None, DEFAULT, tmp_path,
+             TrainOptions(quiet=True, log_every=2, peak_flops=1.0))  # --peak-flops 1: below any real rate
+    mfus = [r["mfu"] for r in map(json.loads, open(tmp_path / "log.jsonl")) if "mfu" in r]
+    assert mfus and all(m is None for m in mfus)
+
+
 def test_non_finite_loss_is_a_clear_error(tmp_path, synthetic):
     p = _preset(lr=1e30)
     plan = make_plan("mlm", "measured", 20e9, 1e9, FRACS)

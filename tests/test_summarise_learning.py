@@ -105,6 +105,67 @@ def test_heldout_diagnostics_of_an_untrained_rtd_model():
     assert again == d  # fixed batches and seeds: bit-reproducible
 
 
+def test_disc_auc_is_over_replaceable_tokens_and_agrees_with_sklearn():
+    """Issue 40: the AUC counted [CLS]/[SEP], never replaced, as originals. Checked against sklearn on the
+    model's own outputs: `disc_auc_replaceable` over the tokens masking can pick, `disc_auc` (the official
+    code's figure) over every real token."""
+    p = _tiny(vocab_size=500)
+    torch.manual_seed(0)
+    m = objectives.build("rtd", p, SP)  # random discriminator head: scores that vary from token to token
+    batches, seeds = [_batch(seed=1), _batch(seed=2)], [0, 1]
+    uni = diagnostics.unigram_log_probs(np.bincount(_batch()["input_ids"].ravel().numpy(), minlength=500), SP)
+    d = diagnostics.heldout_diagnostics(m, batches, seeds, uni, SP, "cpu")
+    m.eval()
+    scores, labels, replaceable = [], [], []
+    with torch.no_grad():
+        for b, seed in zip(batches, seeds):
+            x = m(b, torch.Generator().manual_seed(seed)).extras
+            real = b["attention_mask"].bool()
+            scores.append(x["disc_logits"][real])
+            labels.append(x["replaced"][real])
+            replaceable.append(((b["input_ids"] != SP.cls) & (b["input_ids"] != SP.sep))[real])
+    s, y, k = torch.cat(scores).numpy(), torch.cat(labels).numpy(), torch.cat(replaceable).numpy()
+    assert (~k).sum() == 2 * 2 * 8 and y[~k].sum() == 0  # [CLS] and [SEP] of 16 sequences, never replaced
+    assert d["disc_auc_replaceable"] == pytest.approx(roc_auc_score(y[k], s[k]), abs=1e-12)
+    assert d["disc_auc"] == pytest.approx(roc_auc_score(y, s), abs=1e-12)
+    assert d["disc_auc_replaceable"] != d["disc_auc"]
+
+
+def test_a_discriminator_that_only_knows_specials_are_never_replaced_is_at_chance():
+    """What inflated the reported figure: scores at chance on ordinary tokens and lowest on [CLS]/[SEP]
+    give an all-token AUC above 0.5 and a replaceable-token AUC of 0.5."""
+    g = torch.Generator().manual_seed(0)
+    B, T, V = 16, 32, 500
+    ids = torch.randint(5, V, (B, T), generator=g)
+    ids[:, 0], ids[:, -1] = SP.cls, SP.sep
+    replaced = (torch.rand(B, T, generator=g) < 0.15).float()
+    replaced[:, 0] = replaced[:, -1] = 0.0
+    logits = torch.rand(B, T, generator=g)  # no signal ...
+    logits[:, 0] = logits[:, -1] = -10.0  # ... except that specials are never replaced
+    sums = diagnostics._HeldoutSums(torch.zeros(V), SP)
+    sums.add({"mlm_weights": torch.zeros(B, 1), "mlm_labels": torch.zeros(B, 1, dtype=torch.long),
+              "mlm_logits": torch.zeros(B, 1, V), "disc_logits": logits, "replaced": replaced,
+              "token_mask": torch.ones(B, T)}, {"input_ids": ids})
+    sums.hidden, sums.masks = [torch.randn(B, T, 4)], [torch.ones(B, T)]
+    d = sums.result()
+    keep = (ids != SP.cls) & (ids != SP.sep)
+    assert d["disc_auc_replaceable"] == pytest.approx(roc_auc_score(replaced[keep], logits[keep]), abs=1e-12)
+    assert abs(d["disc_auc_replaceable"] - 0.5) < 0.05
+    assert d["disc_auc"] > d["disc_auc_replaceable"] + 0.02  # [CLS]/[SEP], 2 of every 32 tokens, ranked lowest
+
+
+def test_reports_name_the_auc_they_show():
+    """A log with the replaceable-token AUC is judged and shown on it; one written before (the all-token
+    figure only) is judged on that, named so."""
+    new = {"mlm_gain_nats": 0.8, "disc_auc": 0.62, "disc_auc_replaceable": 0.58, "disc_gap_nats": 0.03,
+           "token_cosine": 0.3}
+    assert learning.disc_auc(new) == (0.58, "over replaceable tokens")
+    assert learning.flags("rtd", new) == ["discriminator AUC 0.580 over replaceable tokens (< 0.6)"]
+    old = {"mlm_gain_nats": 0.8, "disc_auc": 0.53, "disc_gap_nats": 0.0, "token_cosine": 0.3}
+    assert learning.disc_auc(old) == (0.53, "over all tokens")
+    assert "discriminator AUC 0.530 over all tokens (< 0.6)" in learning.flags("rtd", old)
+
+
 def test_flags_name_every_reason():
     ok_rtd = {"mlm_gain_nats": 0.8, "disc_auc": 0.73, "disc_gap_nats": 0.03, "token_cosine": 0.3}
     assert learning.flags("rtd", ok_rtd) == []

@@ -17,8 +17,10 @@ sweep are built on the same pieces. `--dry-run` prints the graph with its FLOPs 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Callable
 
 from ..store import atomic_io
 from ..data.task_sources import load_tasks
@@ -31,7 +33,15 @@ from ..pretrain import run as runner
 from . import sizing, target
 from .cluster import check_cluster
 from .graph import Experiment, build_jobs, experiment, parallelism, run_experiments, slots
-from .spec import CompareSpec
+from ..flops.budget import parse_budget
+from ..units import fmt_flops
+from .spec import CPU_DEFAULT, CPU_LONG, CPU_QUICK, CompareSpec
+
+# On this machine's CPU, a budget beyond this many times its mode's own default asks for --yes: `--budget 150%`
+# reads like a share of the default but is 16x it (hours, not minutes). The mode's own default, so that
+# `--long` (5x the default mode's budget, a documented mode) and the README's `--long --budget 1.2e14` (2x
+# long's) start without asking, while a budget many times what the chosen mode is sized for does not.
+BIG_BUDGET = 4.0
 
 
 def record_invocation(exp: Experiment) -> dict:
@@ -47,10 +57,13 @@ def record_invocation(exp: Experiment) -> dict:
 
 
 def run_compare(spec: CompareSpec, root: str | Path, run_id: str | None, quiet: bool = False, width: int = 160,
-                score_more=None):
+                score_more=None, announce: Callable[[], None] | None = None):
     """Run (or resume) a compare; return its summary and the report laid out for `width` columns.
-    `score_more(exp)`: more scoring after the run's own graph (the reference points)."""
+    `score_more(exp)`: more scoring after the run's own graph (the reference points). `announce()`: once the
+    run directory is open, before any job (what can fail on the input has, by then, failed in one line)."""
     with experiment(spec, root, run_id or spec.run_id(), quiet) as exp:
+        if announce is not None:
+            announce()
         run_experiments(spec, [(exp, {})], exp.run.layout.root / "cluster", quiet)
         if score_more is not None:
             score_more(exp)
@@ -58,6 +71,66 @@ def run_compare(spec: CompareSpec, root: str | Path, run_id: str | None, quiet: 
         summary = write_outputs(exp.run, {t.spec.name: t.spec for t in exp.tasks}, spec.convention, work)
         rendered = report.render([exp.run], "table", width=width)
     return summary, rendered
+
+
+@dataclass(frozen=True)
+class Start:
+    """What a compare is about to run, said before it starts: the budget in FLOPs against its mode's default,
+    and (`estimate`) the wall time of the whole graph where it will run."""
+    line: str
+    times_default: float  # the budget per objective over the mode's default budget
+    on_this_cpu: bool  # the jobs run on this machine's CPU
+
+    @property
+    def needs_yes(self) -> bool:
+        return self.on_this_cpu and self.times_default > BIG_BUDGET
+
+
+def start(spec: CompareSpec, root: str | Path, run_id: str, quiet: bool = False) -> Start:
+    """The line `compare` says before it starts, with the wall time of the whole graph (on a CPU that times a
+    few training steps: seconds, so a --quiet run skips it unless its budget `needs_yes`)."""
+    p = spec.resolved_preset()
+    budget = runner.resolve_budget(p, spec.budget, spec.convention)
+    mode = CPU_QUICK if spec.quick else CPU_LONG if spec.long else CPU_DEFAULT
+    default = parse_budget(mode["budget"])
+    times = budget / default
+    share = (f"; a percentage is a share of the paper's full schedule for {p.name}, 100% = "
+             f"{fmt_flops(runner.reference_flops(p, spec.convention))} FLOPs" if spec.budget.strip().endswith("%")
+             else "")
+    ratio = "the default" if times == 1 else f"{times:.3g}x the default {fmt_flops(default)}"
+    line = (f"{run_id}: {fmt_flops(budget)} FLOPs per objective ({ratio}{share}), {spec.pretrain_seeds} "
+            f"pre-training seed(s) each")
+    where = target.resolve(spec)
+    if not quiet or (where.kind is None and times > BIG_BUDGET):
+        plan = plan_only(spec, root, run_id)
+        sized = ("at the speeds measured here" if where.kind is None else
+                 f"sized for an {where.kind.name}" + (" as a reference" if where.runs_here else ""))
+        unit = "CPU worker(s)" if where.kind is None else "device(s)"
+        line += f"; about {sizing.fmt_hours(plan['wall_hours'])} on {plan['devices']} {unit} ({sized})"
+    return Start(line, times, where.kind is None)
+
+
+def confirm(begin: Start, yes: bool, ask: Callable[[str], bool] | None) -> bool:
+    """A budget `needs_yes` starts with --yes, or when `ask` (a terminal's question, which shows the start
+    line) is answered yes; without a terminal it is refused in one line that says how to go on. Returns
+    whether it asked."""
+    if not begin.needs_yes or yes:
+        return False
+    why = f"more than {BIG_BUDGET:g}x the default budget on this machine's CPU"
+    if ask is None:
+        raise BenchError(f"not started: {begin.line}: {why}; pass --yes to start it (or a smaller --budget)")
+    if not ask(f"{begin.line}\n{why[0].upper()}{why[1:]}: start it?"):
+        raise BenchError("not started; pass a smaller --budget, or --yes to start without asking")
+    return True
+
+
+def where_it_went(layout: RunLayout) -> str:
+    """Where a finished compare's outputs are: its run directory and its plots."""
+    files = [f for f in layout.plots.glob("*") if f.is_file()]
+    names, formats = sorted({f.stem for f in files}), sorted({f.suffix[1:] for f in files})
+    plots = f"{layout.plots}/ ({', '.join(names)}; {' and '.join(formats)})" if files else "none"
+    return (f"run: {layout.root}/ ({layout.report_txt.name}, {layout.report_md.name}, {layout.summary.name})\n"
+            f"plots: {plots}")
 
 
 def write_outputs(run, task_specs: dict, convention: str, work: dict) -> dict:
@@ -115,7 +188,7 @@ def graph_report(spec: CompareSpec, jobs: list, n_devices: int | None, where: ta
     if n_devices is None:  # planning for a machine this is not: --devices N needs no N visible GPUs here
         n_devices = int(spec.devices) if spec.devices and spec.devices.isdigit() else len(slots(spec)[1])
     n = n_devices
-    scoring = where.assumed_rate("no speed measured for scoring")
+    scoring = where.scoring_rate(rates)
     out = sizing.table(jobs, n, lambda job: rates.get(sizing.rate_key(job), scoring))
     out["target"] = where.describe(spec)
     out["jobs"] = ([{"id": "prepare", "kind": "prepare", "devices": 0, "deps": [], "flops": 0.0, "device_hours": 0.0}]

@@ -21,7 +21,8 @@ from ..choices import DEVICE_KINDS
 class DeviceKind:
     name: str  # as --device-kind takes it (choices.DEVICE_KINDS)
     memory_bytes: float  # the datasheet's, GB = 1e9 bytes (a little below what nvidia-smi reports)
-    peak_flops: float  # dense bf16 tensor-core FLOP/s, datasheet (2:4 sparsity doubles it; nothing here uses it)
+    peak_flops: float | None  # dense bf16 tensor-core FLOP/s, datasheet (2:4 sparsity doubles it; nothing here
+    # uses it); None for a CPU (target.CPU), whose speed is measured
     source: str
 
 

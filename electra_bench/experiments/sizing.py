@@ -54,7 +54,7 @@ class Rate:
     """How fast one device runs a job: FLOP/s in the run's convention, and how that is known."""
     flops_per_s: float
     source: str  # "measured ..." or "assumed ..."
-    mfu: float  # flops_per_s against the target's datasheet peak (in the run's convention)
+    mfu: float | None  # flops_per_s against the target's datasheet peak (in the run's convention); a CPU has none
 
 
 ASSUMED = Rate(PEAK_FLOPS * MFU, f"assumed: {MFU:.0%} MFU of {PEAK_FLOPS / 1e12:.0f} TFLOP/s", MFU)
@@ -112,6 +112,15 @@ def table(jobs: list[Job], n_devices: int, rate_of: Callable[[Job], Rate] = lamb
             "wall_hours": simulate(jobs, n_devices, rate_of), "speeds": speeds}
 
 
+def fmt_hours(hours: float) -> str:
+    """`4 h 40 min`, `12 min`, `40 s`: a wall time as a person reads it."""
+    seconds = round(hours * 3600)
+    if seconds < 60:
+        return f"{seconds} s"
+    h, m = divmod(round(seconds / 60), 60)
+    return f"{h} h {m:02d} min" if h else f"{m} min"
+
+
 def render(report: dict, max_rows: int = 40) -> str:
     """The table as text: the largest jobs first when there are many, then the totals by kind."""
     rows = report["jobs"]
@@ -127,12 +136,17 @@ def render(report: dict, max_rows: int = 40) -> str:
     for kind, k in report["by_kind"].items():
         lines.append(f"{kind}: {k['jobs']} jobs, {k['flops']:.3g} FLOPs, {k['device_hours']:.3g} device-hours")
     target = report.get("target")
-    where = (f" on {target['kind']}" + (" (a reference)" if target["runs_here"] else "")) if target else ""
+    cpu = bool(target) and target["peak_flops"] is None
+    where = ("" if not target else " on this machine's CPU" if cpu else
+             f" on {target['kind']}" + (" (a reference)" if target["runs_here"] else ""))
     if target:
         need = ", ".join(f"{b / 2**30:.3g} GiB ({o})" for o, b in target["step_memory_bytes"].items())
         memory = f"{target['memory_bytes'] / 1e9:.0f} GB" if target["memory_bytes"] else "unknown"
-        peak = f"{target['peak_flops'] / 1e12:.0f} TFLOP/s dense bf16"
-        if target["runs_here"]:
+        peak = "" if cpu else f"{target['peak_flops'] / 1e12:.0f} TFLOP/s dense bf16"
+        if cpu:
+            lines.append(f"target: this machine's CPU ({target['why']}; {memory} available; one pre-training step "
+                         f"needs about {need} per process); hours at the speeds measured here")
+        elif target["runs_here"]:
             lines.append(f"target: this machine ({memory} available on {target['memory_of']}; one pre-training step "
                          f"needs about {need} per process); hours sized for an {target['kind']} ({peak}) as a "
                          f"reference")
@@ -142,8 +156,11 @@ def render(report: dict, max_rows: int = 40) -> str:
     if report.get("cluster"):
         lines.append(f"cluster: {report['cluster']}")
     for key, speed in report.get("speeds", {}).items():
-        lines.append(f"speed of {key}: {speed['flops_per_s'] / 1e12:.3g} TFLOP/s per device "
-                     f"({speed['mfu']:.1%} MFU), {speed['source']}")
+        mfu = f" ({speed['mfu']:.1%} MFU)" if speed["mfu"] is not None else ""
+        rate = (f"{speed['flops_per_s'] / 1e9:.3g} GFLOP/s per CPU worker" if cpu else
+                f"{speed['flops_per_s'] / 1e12:.3g} TFLOP/s per device")
+        lines.append(f"speed of {key}: {rate}{mfu}, {speed['source']}")
+    devices = f"{report['devices']} CPU worker(s)" if cpu else f"{report['devices']} device(s)"
     lines.append(f"total: {len(rows)} jobs, {report['flops']:.3g} FLOPs, {report['device_hours']:.3g} device-hours"
-                 f"{where}; wall on {report['devices']} device(s): {report['wall_hours']:.3g} h")
+                 f"{where}; wall on {devices}: {report['wall_hours']:.3g} h ({fmt_hours(report['wall_hours'])})")
     return "\n".join(lines)

@@ -7,8 +7,11 @@ at their speed, not the CPU's at hand.
 - Without it, jobs that run elsewhere or on GPUs this machine lacks (`--engine slurm`; GPU options such as
   `--devices 8` or `--gpus-per-run 8` where no GPU is visible) are planned for hardware.DEFAULT_KIND, and
   the plan says it assumed so.
-- Otherwise the jobs run here: the memory is this machine's device's, and the hours are sized for the
-  default kind as a reference (a CPU has no tensor-core peak to state an MFU against).
+- Otherwise the jobs run here: the memory is this machine's device's. On this machine's CPU (no GPU, or
+  --device cpu) the hours are sized at the speed each pre-training run's step has here, measured in a few
+  steps at one worker's thread count (pretrain/speed.py; a CPU has no datasheet peak to assume an MFU
+  against), and scoring at the slowest of those. On a GPU here they are sized for the default kind as a
+  reference.
 
 Speed: a pre-training run whose (preset, objective) was measured on a GPU (hardware.MEASURED) is sized at
 that speed: measured on this kind, or measured on another kind and carried over at the same share of the
@@ -17,6 +20,7 @@ datasheet peak (said so). Everything else is sized at the assumed sizing.MFU of 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from .. import presets
@@ -31,9 +35,10 @@ MEMORY_OF_WHAT = ("the step's weights, gradients, AdamW moments and activations 
 
 @dataclass(frozen=True)
 class Target:
-    kind: hardware.DeviceKind
+    kind: hardware.DeviceKind | None  # None: this machine's CPU
     runs_here: bool  # memory is this machine's device's (the jobs run here, on what it has)
     why: str  # how the kind was chosen
+    threads: int = 1  # on this machine's CPU: one worker's threads, the speed is measured at
 
     def check_memory(self, spec: CompareSpec) -> None:
         """Refuse a step that cannot fit the target's device (one line, before anything is created)."""
@@ -51,6 +56,8 @@ class Target:
     def pretrain_rate(self, preset: presets.RunConfig, objective: str, plan, gpus: int = 1) -> sizing.Rate:
         """The speed of one device of this kind pre-training `objective` on `preset` (resolved, for that
         objective), in FLOP/s of `plan`'s convention."""
+        if self.kind is None:
+            return _measured_here(preset, objective, plan, self.threads)
         peak = self.kind.peak_flops
         if _is_registered_model(preset, objective):
             per_device = max(1, preset.schedule.batch_size // max(1, gpus))
@@ -72,6 +79,15 @@ class Target:
                 return sizing.Rate(flops_per_s, source, flops_per_s / peak)
         return self.assumed_rate(f"no speed measured for {preset.name} {objective} at these shapes")
 
+    def scoring_rate(self, pretrain_rates: dict[str, sizing.Rate]) -> sizing.Rate:
+        """The speed of a scoring job: on this machine's CPU the slowest pre-training speed measured here
+        (scoring runs the same encoder), on a GPU kind the assumed MFU."""
+        if self.kind is None and pretrain_rates:
+            slowest = min(pretrain_rates.values(), key=lambda r: r.flops_per_s)
+            return sizing.Rate(slowest.flops_per_s, "assumed: the slowest pre-training speed measured here "
+                                                    "(scoring runs the same encoder)", None)
+        return self.assumed_rate("no speed measured for scoring")
+
     def assumed_rate(self, why: str = "no speed measured for this kind of job") -> sizing.Rate:
         return sizing.Rate(self.kind.peak_flops * sizing.MFU,
                            f"assumed: {sizing.MFU:.0%} MFU of the {self.kind.name}'s {self.kind.peak_flops / 1e12:.0f} "
@@ -89,10 +105,25 @@ class Target:
             have = memory.available_bytes(torch.device(device_type))
         else:
             have = self.kind.memory_bytes
-        return {"kind": self.kind.name, "why": self.why, "memory_bytes": have, "memory_of": (
-                    device_type if self.runs_here else f"one {self.kind.name}, datasheet"),
-                "peak_flops": self.kind.peak_flops, "kind_source": self.kind.source, "runs_here": self.runs_here,
+        kind = self.kind or CPU
+        return {"kind": kind.name, "why": self.why, "memory_bytes": have, "memory_of": (
+                    device_type if self.runs_here else f"one {kind.name}, datasheet"),
+                "peak_flops": kind.peak_flops, "kind_source": kind.source, "runs_here": self.runs_here,
                 "step_memory_bytes": need, "memory_estimate": MEMORY_OF_WHAT}
+
+
+# How describe() names this machine's CPU: no datasheet peak (speeds are measured, pretrain/speed.py).
+CPU = hardware.DeviceKind("cpu", 0.0, None, "this machine's CPU: speeds measured here")
+
+
+def _measured_here(preset: presets.RunConfig, objective: str, plan, threads: int) -> sizing.Rate:
+    from ..pretrain import speed
+
+    m = speed.measure(preset, objective, threads)
+    flops_per_s = m.tokens_per_s * plan.flops_per_step / (preset.schedule.batch_size * preset.schedule.seq_len)
+    return sizing.Rate(flops_per_s, f"measured here: {m.tokens_per_s:,.0f} tokens/s over {m.steps} step(s) of "
+                                    f"{m.batch_size} x {preset.schedule.seq_len} on {m.threads} thread(s), load "
+                                    f"average {os.getloadavg()[0]:.1f}", None)
 
 
 def resolve(spec: CompareSpec) -> Target:
@@ -102,13 +133,16 @@ def resolve(spec: CompareSpec) -> Target:
         return Target(hardware.KINDS[named], runs_here=False, why="--device-kind")
     default = hardware.KINDS[hardware.DEFAULT_KIND]
     if spec.device == "cpu" or spec.devices == "cpu":
-        return Target(default, runs_here=True, why="the jobs run on this machine's CPU")
+        why = "CPU jobs of --engine slurm, sized at this machine's speed" if spec.engine == "slurm" else "--device cpu"
+        return Target(None, runs_here=True, why=why, threads=spec.threads)
     if spec.engine == "slurm":
         return Target(default, runs_here=False, why="assumed for --engine slurm")
     wants_gpus = (spec.gpus_per_run > 1 or spec.device.startswith("cuda")
                   or (spec.devices not in (None, "auto") and spec.devices != "cpu"))
     if wants_gpus and not _has_gpu():
         return Target(default, runs_here=False, why="assumed: GPUs asked for, none visible here")
+    if _here(spec) == "cpu":
+        return Target(None, runs_here=True, why="no GPU here", threads=spec.threads)
     return Target(default, runs_here=True, why="the jobs run on this machine")
 
 

@@ -325,13 +325,36 @@ def plan_report(paths: Sequence[str]) -> list[dict]:
             out.append({"run_id": s["run_id"], "fraction": None, "text": f"[{s['run_id']}] no interval to plan "
                         f"from: {stats.get('note') or 'no checkpoint of both objectives'}"})
         for d in stats.get("differences", []):
+            at = f"{100 * d['fraction']:.3g}% ({fmt_flops(d['train_flops'])} FLOPs)"
+            difference, plan = confidence.difference_text(d), confidence.plan_text(d, stats.get("unit", "pre-training seeds"))
             out.append({"run_id": s["run_id"], "fraction": d["fraction"], "train_flops": d["train_flops"],
                         "difference": d["estimate"], "ci": d["ci"], "p_value": d["p_value"],
                         "resolved": d["resolved"], "plan": d["plan"], "method": stats["method"],
-                        "text": f"[{s['run_id']}] {100 * d['fraction']:.3g}% ({fmt_flops(d['train_flops'])} FLOPs): "
-                                f"{confidence.difference_text(d)}; "
-                                f"{confidence.plan_text(d, stats.get('unit', 'pre-training seeds'))}"})
+                        "text": f"[{s['run_id']}] {at}: {difference}; {plan}",
+                        "difference_text": f"{at}: {difference}", "plan_text": plan})
     return out
+
+
+PLAN_WIDTH = 100
+
+
+def render_plan(records: Sequence[Mapping[str, Any]], width: int = PLAN_WIDTH) -> str:
+    """`report --plan` as text: a heading per run, then per checkpoint the difference on one line and the
+    design's plan under it, wrapped to `width` columns (one record's text runs to 300 characters)."""
+    import textwrap
+
+    def wrap(text: str, indent: str) -> list[str]:
+        return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent="    ", break_on_hyphens=False)
+
+    lines: list[str] = []
+    for run_id in dict.fromkeys(r["run_id"] for r in records):
+        lines.append(f"{run_id}:")
+        for r in (r for r in records if r["run_id"] == run_id):
+            if "plan_text" not in r:  # nothing to plan from: its one line says why
+                lines += wrap(r["text"].split("] ", 1)[-1], "  ")
+                continue
+            lines += wrap(r["difference_text"], "  ") + wrap(r["plan_text"], "    ")
+    return "\n".join(lines)
 
 
 def report_json(paths: Sequence[str]) -> list[dict]:

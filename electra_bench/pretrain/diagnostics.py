@@ -5,8 +5,13 @@ separate the two, for both objectives, against baselines computed on the same da
 
 - `mlm_gain_nats`: the unigram baseline's cross-entropy minus the model's, on the same masked
   positions (MLM, and RTD's generator). 0 = the model knows token frequencies and nothing else.
-- `disc_auc`: ROC AUC of the discriminator's logits for replaced vs original tokens (the official
-  code's `disc_auc`); 0.5 = no signal.
+- `disc_auc_replaceable`: ROC AUC of the discriminator's logits for replaced vs original tokens, over the
+  tokens that can be replaced (not [CLS]/[SEP], which masking never picks); 0.5 = no signal. What reports
+  show.
+- `disc_auc`: the same over every real token, [CLS]/[SEP] included (the official code's `disc_auc`). A
+  discriminator learns early that those are never replaced and ranks them lowest, which adds 0.02-0.03 to
+  a chance-level AUC: a collapsed run's 0.53 is chance over the tokens that matter. Kept for comparison
+  with the official code and with logs written before the replaceable figure existed.
 - `disc_gap_nats`: the best constant predictor's loss (binary entropy of the replaced rate among tokens
   that can be replaced; [CLS]/[SEP] never are) minus the discriminator's loss. 0 = base rate.
 - `token_cosine`, `top_pc_share`: representation collapse of the kept encoder on the clean held-out
@@ -111,6 +116,7 @@ class _HeldoutSums:
         self.mlm_ce = self.uni_ce = self.mlm_hit = self.uni_hit = self.n_masked = 0.0
         self.disc_scores: list[torch.Tensor] = []
         self.disc_labels: list[torch.Tensor] = []
+        self.disc_replaceable: list[torch.Tensor] = []
         self.disc_bce = self.n_tok = self.can_replace = self.replaced_total = 0.0
         self.hidden: list[torch.Tensor] = []
         self.masks: list[torch.Tensor] = []
@@ -130,6 +136,7 @@ class _HeldoutSums:
             replaceable = tm & (ids != self.special.cls) & (ids != self.special.sep)
             self.disc_scores.append(x["disc_logits"][tm].float())
             self.disc_labels.append(x["replaced"][tm])
+            self.disc_replaceable.append(replaceable[tm])
             self.disc_bce += float(F.binary_cross_entropy_with_logits(
                 x["disc_logits"].float(), x["replaced"], reduction="none")[tm].sum())
             self.n_tok += float(tm.sum())
@@ -150,11 +157,14 @@ class _HeldoutSums:
             # specials: predicted perfectly by a constant
             base = binary_entropy(rate) * self.can_replace / max(self.n_tok, 1.0)
             loss = self.disc_bce / max(self.n_tok, 1.0)
+            scores, labels = torch.cat(self.disc_scores), torch.cat(self.disc_labels)
+            replaceable = torch.cat(self.disc_replaceable)
             out.update({
                 "disc_loss": loss,
                 "disc_base_rate_loss": base,
                 "disc_gap_nats": base - loss,
-                "disc_auc": auc(torch.cat(self.disc_scores), torch.cat(self.disc_labels)),
+                "disc_auc": auc(scores, labels),
+                "disc_auc_replaceable": auc(scores[replaceable], labels[replaceable]),
                 "replaced_rate": rate,
             })
         out.update(collapse(torch.cat(self.hidden), torch.cat(self.masks)))

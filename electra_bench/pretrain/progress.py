@@ -81,13 +81,23 @@ class PhaseProgress:
             self.print_lines()  # the final state, once
 
 
+# The terms of a loss that is a weighted sum (RTD: generator + 50 x discriminator), as the line names them.
+LOSS_PARTS = {"gen_loss": "gen", "disc_loss": "disc", "mlm_loss": "mlm"}
+
+
 def training_detail(flops: float, budget: float, tokens_per_s: float, mfu: float | None,
                     metrics: dict[str, float]) -> str:
-    """`5.0e12/1.2e13 FLOPs 2.6k tok/s MFU 9% loss 6.21`: what a pre-training line shows."""
+    """`5.0e12/1.2e13 FLOPs 2.6k tok/s MFU 9% loss 6.21`: what a pre-training line shows. An objective whose
+    loss sums weighted terms shows the terms instead (`gen loss 3.45 disc loss 0.412`): RTD's total, 24.15,
+    is mostly 50 x a discriminator loss near 0.4 and says nothing by itself."""
     speed = f" {tokens_per_s / 1e3:.1f}k tok/s" if tokens_per_s else ""
     if mfu is not None and tokens_per_s:
         speed += f" MFU {100 * mfu:.0f}%"
-    loss = f" loss {metrics['loss']:.2f}" if "loss" in metrics else ""
+    parts = [(name, metrics[key]) for key, name in LOSS_PARTS.items() if key in metrics]
+    if len(parts) > 1:
+        loss = "".join(f" {name} loss {value:.{3 if value < 1 else 2}f}" for name, value in parts)
+    else:
+        loss = f" loss {metrics['loss']:.2f}" if "loss" in metrics else ""
     return f"{fmt_flops(flops)}/{fmt_flops(budget)} FLOPs{speed}{loss}"
 
 

@@ -188,7 +188,9 @@ def _pretrain(preset: RunConfig, plan: Plan, train: SequenceSource, heldout: Seq
     clip_params = [p for g in optimizer.param_groups for p in g["params"]]
     diag_steps = diag.steps(plan)
     logged = _LogSchedule(plan, opts.log_every, diag_steps)
-    meter = _Throughput(preset.schedule.batch_size * preset.schedule.seq_len, plan.flops_per_step, peak * d.world)
+    remeasure = None if opts.peak_flops else (lambda: _peak_flops(opts, d, bf16) * d.world)
+    meter = _Throughput(preset.schedule.batch_size * preset.schedule.seq_len, plan.flops_per_step, peak * d.world,
+                        remeasure)
     saver = _StateSaver(out, opts, plan, start_step)
     finite = _FiniteLoss(d.device, plan, out, start_step)
 
@@ -229,7 +231,7 @@ def _pretrain(preset: RunConfig, plan: Plan, train: SequenceSource, heldout: Seq
             # between steps every log row and checkpoint is complete: the safe point to stop at
             if done_steps < plan.total_steps and _stop_requested(d, at_sync=logged.is_log_step(done_steps)):
                 _stop(done_steps, plan, lr, finite, saver, model, optimizer, d)
-    return _finish(out, plan, peak, d, bf16)
+    return _finish(out, plan, meter.peak / d.world, d, bf16)
 
 
 def _peak_flops(opts: TrainOptions, d, bf16: bool) -> float:
@@ -445,20 +447,35 @@ def _stop_requested(d, at_sync: bool) -> bool:
 
 
 class _Throughput:
-    """Tokens/s and MFU over the steps since the last read."""
+    """Tokens/s and MFU over the steps since the last read.
 
-    def __init__(self, tokens_per_step: int, flops_per_step: float, peak: float):
+    MFU is a share of a peak measured once at start-up. Measured while the machine was busy (another job, the
+    other workers starting up), that peak is too low, and runs showed MFU 168-175%. A step rate above the
+    peak proves the peak wrong, so then it is measured again (`remeasure`; the highest measurement stands,
+    at most `MAX_REMEASURES` times: each costs a second's matmuls). An MFU that would still exceed 100% (the
+    machine busy again while measuring, or a declared --peak-flops below what the run achieves) is not
+    reported (None) rather than reported impossible."""
+
+    MAX_REMEASURES = 5
+
+    def __init__(self, tokens_per_step: int, flops_per_step: float, peak: float,
+                 remeasure: Callable[[], float] | None = None):
         self.tokens_per_step, self.flops_per_step, self.peak = tokens_per_step, flops_per_step, peak
+        self.remeasure, self.remeasures_left = remeasure, self.MAX_REMEASURES if remeasure else 0
         self.t, self.steps = time.perf_counter(), 0
 
     def tick(self) -> None:
         self.steps += 1
 
-    def read(self) -> tuple[float, float]:
+    def read(self) -> tuple[float, float | None]:
         elapsed = max(time.perf_counter() - self.t, 1e-9)
-        out = self.steps * self.tokens_per_step / elapsed, self.steps * self.flops_per_step / elapsed / self.peak
+        tokens_per_s, flops_per_s = self.steps * self.tokens_per_step / elapsed, self.steps * self.flops_per_step / elapsed
+        if flops_per_s > self.peak and self.remeasures_left > 0:
+            self.remeasures_left -= 1
+            self.peak = max(self.peak, self.remeasure())
+        mfu = flops_per_s / self.peak if flops_per_s <= self.peak else None
         self.t, self.steps = time.perf_counter(), 0
-        return out
+        return tokens_per_s, mfu
 
 
 class _FiniteLoss:

@@ -398,10 +398,22 @@ def load_run(path: str | Path) -> RunDir:
     if not path.is_dir():
         raise BenchError(f"{at(path)}: no such run directory")
     config_path = RunLayout(path).config
+    if not config_path.is_file():
+        raise BenchError(f"{at(path)}: not a run directory ({_what_it_holds(path)})")
     config = atomic_io.read_json(config_path, "run config")
     if not isinstance(config, dict):
         raise BenchError(f"{at(config_path)}: run config must be a JSON object")
     return RunDir(path, writable=False)
+
+
+def _what_it_holds(path: Path, shown: int = 5) -> str:
+    """For a directory given where a run is expected: the runs it holds (`results/`, say), or that it has
+    no config.json."""
+    runs = sorted(p.parent.name for p in path.glob(f"*/{RunLayout(path).config.name}"))
+    if not runs:
+        return f"no {RunLayout(path).config.name}"
+    more = f" and {len(runs) - shown} more" if len(runs) > shown else ""
+    return f"it holds runs: {', '.join(runs[:shown])}{more}; name one, e.g. {path / runs[0]}"
 
 
 def load_compare_run(path: str | Path) -> RunDir:

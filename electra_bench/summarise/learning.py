@@ -3,13 +3,16 @@ and the per-run report the summary, the verdict, the plots and the CI baseline r
 
 A run is flagged "did not learn" when, at its final diagnostics point:
 - its MLM (for RTD: its generator) gains less than MIN_MLM_GAIN_NATS over the unigram baseline, or
-- (RTD) its discriminator's AUC is below MIN_DISC_AUC or its loss is less than MIN_DISC_GAP_NATS below
-  the base rate, or
+- (RTD) its discriminator's AUC (over the tokens that can be replaced; a log written before that figure
+  existed has only the AUC over all tokens, [CLS]/[SEP] included, and is judged on it, named so) is below
+  MIN_DISC_AUC or its loss is less than MIN_DISC_GAP_NATS below the base rate, or
 - its kept encoder's representations collapsed: mean token cosine above MAX_TOKEN_COSINE.
 
 The thresholds sit between the two populations measured (docs/tuning.md): RTD runs that learned nothing
 show AUC 0.50-0.55, gap <= 0.001 nats, token cosine 0.84-0.99; runs that learned (2e12 to 6e13 FLOPs) show
-gain 0.44-2.7 nats, AUC 0.73-0.86, gap 0.037-0.107 nats, cosine 0.12-0.57 (untrained: about 0.15).
+gain 0.44-2.7 nats, AUC 0.73-0.86, gap 0.037-0.107 nats, cosine 0.12-0.57 (untrained: about 0.15). Those AUCs
+are over all tokens; over the replaceable ones they are 0.02-0.03 lower, which leaves MIN_DISC_AUC between
+the two populations.
 This module imports no torch: reports read logs only.
 """
 
@@ -27,7 +30,8 @@ MAX_TOKEN_COSINE = 0.7
 DIAGNOSTICS = {
     "mlm_gain_nats": "MLM/generator gain over unigram (nats)",
     "mlm_acc": "MLM/generator masked accuracy",
-    "disc_auc": "discriminator AUC",
+    "disc_auc_replaceable": "discriminator AUC over replaceable tokens",
+    "disc_auc": "discriminator AUC over all tokens ([CLS]/[SEP] included)",
     "disc_gap_nats": "discriminator gain over base rate (nats)",
     "token_cosine": "mean token cosine of the kept encoder",
     "top_pc_share": "top principal component share",
@@ -39,6 +43,15 @@ def _value(diag: dict, key: str) -> float | None:
     return None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
 
 
+def disc_auc(diag: dict) -> tuple[float | None, str]:
+    """The discriminator AUC a report shows, and over what: the replaceable tokens' where the log has it,
+    else (a log written before it existed) the all-token figure."""
+    replaceable = _value(diag, "disc_auc_replaceable")
+    if replaceable is not None:
+        return replaceable, "over replaceable tokens"
+    return _value(diag, "disc_auc"), "over all tokens"
+
+
 def flags(objective: str, diag: dict) -> list[str]:
     """Why a run with these final diagnostics did not learn (empty: it learned)."""
     out = []
@@ -47,10 +60,10 @@ def flags(objective: str, diag: dict) -> list[str]:
     if gain is not None and gain < MIN_MLM_GAIN_NATS:
         out.append(f"{who} gains {gain:.3f} nats over unigram (< {MIN_MLM_GAIN_NATS})")
     if objective == "rtd":
-        auc = _value(diag, "disc_auc")
+        auc, over = disc_auc(diag)
         gap = _value(diag, "disc_gap_nats")
         if auc is not None and auc < MIN_DISC_AUC:
-            out.append(f"discriminator AUC {auc:.3f} (< {MIN_DISC_AUC})")
+            out.append(f"discriminator AUC {auc:.3f} {over} (< {MIN_DISC_AUC})")
         if gap is not None and gap < MIN_DISC_GAP_NATS:
             out.append(f"discriminator loss {gap:.4f} nats below base rate (< {MIN_DISC_GAP_NATS})")
     cos = _value(diag, "token_cosine")

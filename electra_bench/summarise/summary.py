@@ -774,8 +774,10 @@ def learning_lines(summary: Mapping[str, Any]) -> list[str]:
         parts = []
         if m.get("mlm_gain_nats") is not None:
             parts.append(f"{'generator ' if o == 'rtd' else ''}gain over unigram {m['mlm_gain_nats']:.2f} nats")
-        if m.get("disc_auc") is not None:
-            parts.append(f"discriminator AUC {m['disc_auc']:.2f}, {m['disc_gap_nats']:.3f} nats below base rate")
+        auc, over = learning.disc_auc(m)
+        if auc is not None:
+            also = f" (all tokens: {m['disc_auc']:.2f})" if m.get("disc_auc_replaceable") is not None else ""
+            parts.append(f"discriminator AUC {auc:.2f} {over}{also}, {m['disc_gap_nats']:.3f} nats below base rate")
         if m.get("token_cosine") is not None:
             parts.append(f"token cosine {m['token_cosine']:.2f}")
         n = len(block[o]["runs"])
