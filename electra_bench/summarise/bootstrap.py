@@ -207,30 +207,45 @@ def _pearson(P, y, W):
     return _weighted_pearson(P, y.astype(np.float64) - y.mean(), W)
 
 
-def _weighted_ranks(v: np.ndarray, W: np.ndarray) -> np.ndarray:
-    """(B, N) mid-ranks of values v (N,) in each replicate's weighted sample (an example drawn k times is k
-    tied observations; equal values tie): what Spearman ranks on the resampled data."""
+def _rank_groups(v: np.ndarray, W: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Ties of values v (N,) and their mid-ranks in each replicate's weighted sample (an example drawn k
+    times is k tied observations; equal values tie), as Spearman ranks the resampled data: the sort order,
+    where each distinct value starts in it, and per replicate each distinct value's weight and mid-rank
+    ((B, U) each)."""
     order = np.argsort(v, kind="stable")
     sv = v[order]
     starts = np.flatnonzero(np.r_[True, sv[1:] != sv[:-1]])
-    group_of = np.empty(len(v), dtype=np.int64)
-    group_of[order] = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(v)]))
-    G = np.add.reduceat(W[:, order], starts, axis=1)  # (B, U) weight of each distinct value
+    G = np.add.reduceat(W[:, order], starts, axis=1)
     mid = np.cumsum(G, axis=1) - G + (G + 1.0) / 2.0
-    return mid[:, group_of]
+    return order, starts, G, mid
 
 
 def _spearman(P, y, W):
+    """Pearson's r of the weighted mid-ranks. The weighted mean rank is (s + 1) / 2 whatever the ties (s:
+    the replicate's size) and a rank's second moment is a sum over distinct values, so only the cross
+    term needs the examples: one sort, one gather and one reduceat per run, which is what makes the
+    Multi-Bootstrap of a Spearman task affordable."""
     y = y.astype(np.float64)
-    if np.all(y == y[0]):
-        return np.zeros((len(P), len(W)))
-    ry = _weighted_ranks(y, W)
     out = np.zeros((len(P), len(W)))
+    if np.all(y == y[0]):
+        return out
+    s = W.sum(1)
+    m = (s + 1.0) / 2.0
+    order, starts, G, mid = _rank_groups(y, W)
+    group_of = np.empty(len(y), dtype=np.int64)
+    group_of[order] = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(y)]))
+    vy = (G * mid * mid).sum(1) / s - m * m
+    centred = W * (mid[:, group_of] - m[:, None])  # (B, N): w_i (rank_y,i - mean rank)
     for r, p in enumerate(P.astype(np.float64)):
         if np.all(p == p[0]):
             continue
-        out[r] = _weighted_pearson(_weighted_ranks(p, W)[None], ry, W)[0]
-    return out
+        order, starts, G, mid = _rank_groups(p, W)
+        vx = (G * mid * mid).sum(1) / s - m * m
+        cov = (np.add.reduceat(centred[:, order], starts, axis=1) * mid).sum(1) / s
+        den = np.sqrt(np.clip(vx, 0, None) * np.clip(vy, 0, None))
+        ok = den > 1e-9 * m * m  # every drawn value tied: undefined, 0 (as score/metrics.py)
+        out[r] = np.where(ok, cov / np.where(ok, den, 1.0), 0.0)
+    return 100.0 * np.clip(out, -1.0, 1.0)
 
 
 METRICS = {"accuracy": _accuracy, "f1": _f1, "mcc": _mcc, "pearson": _pearson, "spearman": _spearman}
