@@ -178,7 +178,8 @@ def difference_lines(summary: Mapping[str, Any], protocol: str | None = None) ->
     out = []
     for d in stats.get("differences", []):
         out.append(f"At {100 * d['fraction']:.3g}% of the budget ({fmt_flops(d['train_flops'])} FLOPs): "
-                   f"{confidence.difference_text(d)}" + ("" if d["resolved"] else " (not resolved)"))
+                   f"{confidence.difference_text(d, unit=stats.get('unit', 'pre-training seeds'))}"
+                   + ("" if d["resolved"] else " (not resolved)"))
     return out
 
 
@@ -329,7 +330,7 @@ def plan_report(paths: Sequence[str]) -> list[dict]:
                         "difference": d["estimate"], "ci": d["ci"], "p_value": d["p_value"],
                         "resolved": d["resolved"], "plan": d["plan"], "method": stats["method"],
                         "text": f"[{s['run_id']}] {100 * d['fraction']:.3g}% ({fmt_flops(d['train_flops'])} FLOPs): "
-                                f"{confidence.difference_text(d)}; "
+                                f"{confidence.difference_text(d, unit=stats.get('unit', 'pre-training seeds'))}; "
                                 f"{confidence.plan_text(d, stats.get('unit', 'pre-training seeds'))}"})
     return out
 

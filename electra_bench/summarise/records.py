@@ -14,7 +14,9 @@ from typing import Any, Mapping
 
 from ..errors import BenchError
 
-SUMMARY_SCHEMA = 3  # 3: statistics (Multi-Bootstrap), the CI verdict and crossover; 2: pre-training seeds
+# 4: each noise source counted once in the intervals, the score one mean, the suite-level probability of
+# improvement; 3: statistics (Multi-Bootstrap), the CI verdict and crossover; 2: pre-training seeds
+SUMMARY_SCHEMA = 4
 
 
 VERDICT_KINDS = ("not_learned", "incomplete", "too_small", "no_noise", "ranked", "not_resolved")
@@ -31,7 +33,8 @@ class Verdict:
     difference: float | None = None  # RTD - MLM at the final checkpoint
     ci: list[float] | None = None
     p_value: float | None = None
-    prob_improvement: float | None = None
+    prob_improvement: float | None = None  # P(RTD > MLM) over pairs of pre-training seeds, suite score
+    rliable_prob_improvement: float | None = None  # rliable's: the same per task, averaged over tasks
     band: float | None = None  # descriptive: the larger range over seeds of the two final points
     separated: bool = False  # exactly when kind == "ranked"
     better: str | None = None

@@ -321,7 +321,8 @@ def noise_verdict(points: list[dict], stats: Mapping[str, Any], learning_block: 
         n = min(stats["n_pretrain_seeds"].get(f"rtd@{diff['fraction']:.4f}", 0),
                 stats["n_pretrain_seeds"].get(f"mlm@{diff['fraction']:.4f}", 0))
         out.update(difference=diff["estimate"], ci=diff["ci"], p_value=diff["p_value"],
-                   prob_improvement=diff.get("prob_improvement"), plan=diff["plan"], n_pretrain_seeds=n)
+                   prob_improvement=diff.get("prob_improvement"),
+                   rliable_prob_improvement=diff.get("rliable_prob_improvement"), plan=diff["plan"], n_pretrain_seeds=n)
     for o, p in usable.items():
         vs = next((v for v in stats.get("vs_untrained", []) if v["objective"] == o
                    and abs(v["fraction"] - p["fraction"]) < 1e-9), None)
@@ -744,7 +745,7 @@ def headline_lines(summary: Mapping[str, Any], protocol: str | None = None) -> l
         diff = next((d for d in stats.get("differences", []) if verdict.get("difference") is not None
                      and d["estimate"] == verdict["difference"]), None)
         if diff is not None:
-            line += f" ({confidence.difference_text(diff)})"
+            line += f" ({confidence.difference_text(diff, unit=stats.get('unit', 'pre-training seeds'))})"
             if verdict["kind"] == "ranked":
                 line += f"; {verdict['n_pretrain_seeds']} {stats.get('unit', 'pre-training seeds')}"
         lines.append(line)
