@@ -11,6 +11,7 @@ and an invocation skips what is there, so it can be stopped and resumed (each in
     python scripts/bootstrap_coverage.py run --max-seconds 240      # fill every cell to --designs, in turns
     python scripts/bootstrap_coverage.py run --model shared --seeds 4 --delta 0
     python scripts/bootstrap_coverage.py table                      # the Markdown table
+    python scripts/bootstrap_coverage.py normal-theory              # the interval's coverage under normal theory
 """
 
 from __future__ import annotations
@@ -161,6 +162,29 @@ def table(args) -> None:
                       + " / ".join(f"{r[k]['width']:.2f}" for k in r) + " |")
 
 
+def normal_theory(args) -> None:
+    """Coverage of the interval when the seeds' scores are normal and the shared example variance is known,
+    at each share r of the seed part in the variance of the estimate: P(Z^2 <= half_width^2) averaged over
+    the seed variance the design measures (chi-square with n - 1 degrees of freedom, 2,000 quantiles);
+    beside it, adding the two parts' half-widths in quadrature, the rule considered first."""
+    from scipy.special import chdtri, chdtr, ndtri
+
+    z = float(ndtri(0.975))
+    shares = (0.05, 0.1, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 1.0)
+    print("| pre-training seeds | " + " | ".join(f"seed share {r:g}" for r in shares) + " |")
+    print("|---|" + "---|" * len(shares))
+    for n in (2, 4, 8):
+        k = n - 1
+        chi = chdtri(k, (np.arange(2000) + 0.5) / 2000) / k
+        cells = []
+        for r in shares:
+            ours = np.mean([chdtr(1, interval.half_width(interval.Split(0.0, ((r * c, k, n),), 1 - r, 0.0), 0.025) ** 2)
+                            for c in chi])
+            quad = np.mean(chdtr(1, float(stdtrit(k, 0.975)) ** 2 * r * chi + z * z * (1 - r)))
+            cells.append(f"{ours:.3f} ({quad:.3f})")
+        print(f"| {n} | " + " | ".join(cells) + " |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -173,8 +197,9 @@ def main() -> None:
     r.add_argument("--out", default=str(OUT))
     t = sub.add_parser("table")
     t.add_argument("--out", default=str(OUT))
+    sub.add_parser("normal-theory")
     args = ap.parse_args()
-    run(args) if args.cmd == "run" else table(args)
+    {"run": run, "table": table, "normal-theory": normal_theory}[args.cmd](args)
 
 
 if __name__ == "__main__":

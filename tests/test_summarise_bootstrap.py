@@ -70,8 +70,11 @@ def test_pairing_narrows_the_interval_when_seeds_share_their_effect():
 def test_same_seed_same_numbers_other_seed_other_numbers():
     tasks = small_design(np.random.default_rng(3))
     a, b, c = multibootstrap(tasks, 100, seed=11), multibootstrap(tasks, 100, seed=11), multibootstrap(tasks, 100, seed=12)
-    ci = lambda r: interval.statement(interval.split(r, None, DIFF))["ci"]  # noqa: E731
-    assert ci(a) == ci(b) and ci(a) != ci(c)
+    st = lambda r: interval.statement(interval.split(r, None, DIFF))  # noqa: E731
+    assert st(a) == st(b)
+    # another resampling moves the shared example part (the interval may not move: the paired t over the
+    # seeds is the wider branch when the seeds dominate)
+    assert st(a)["noise"]["shared_example_variance"] != st(c)["noise"]["shared_example_variance"]
     assert a.estimate == c.estimate  # the full-data estimate does not depend on the resampling
 
 

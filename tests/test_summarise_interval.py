@@ -52,13 +52,19 @@ def test_without_example_noise_it_is_the_paired_t_over_seeds():
 
 
 @pytest.mark.parametrize("n", [2, 4, 8])
-def test_the_interval_narrows_as_any_source_shrinks(n):
-    """Every combination of seed and shared-example variance on a grid: the half-width grows with each."""
-    grid = [0.0, 0.01, 0.1, 0.3, 1.0, 3.0]
+def test_the_interval_never_widens_as_a_source_shrinks(n):
+    """Every combination of seed and shared-example variance on a fine grid: the half-width never falls as
+    either grows (it is flat where the paired t over seeds is the wider branch), and grows without bound
+    with each. The Welch-Satterthwaite interval alone, as before, falls when a little example noise is added."""
+    grid = np.r_[0.0, np.geomspace(1e-4, 10, 60)]
     for alpha in (0.025, 0.05, 0.001):
         w = np.array([[interval.half_width(interval.Split(1.0, ((vs, n - 1, n),), ve, 0.0), alpha) for ve in grid]
                       for vs in grid])
-        assert np.all(np.diff(w, axis=0) > 0) and np.all(np.diff(w, axis=1) > 0)
+        assert np.all(np.diff(w, axis=0) >= -1e-12) and np.all(np.diff(w, axis=1) >= -1e-12)
+        assert w[-1, 0] > 5 * w[1, 0] and w[0, -1] > 5 * w[0, 1]
+    if n <= 4:  # with 8 seeds the Welch-Satterthwaite interval alone no longer dips
+        welch_alone = [interval._welch(((1.0, n - 1, n),), ve, 0.025) for ve in (0.0, 0.1)]
+        assert welch_alone[1] < welch_alone[0]  # what the paired-t branch is there for
 
 
 def committed_final_difference(n_boot=200) -> Replicates:
@@ -82,7 +88,8 @@ def committed_final_difference(n_boot=200) -> Replicates:
 @pytest.mark.skipif(not (ROOT / "results" / "multiseed-cpu" / "predictions").is_dir(), reason="no committed run")
 def test_on_the_committed_run_scaling_either_source_moves_the_interval_the_same_way():
     """Issue 39: scaling this run's example spread by 0 / 1 / 2 gave half-widths 2.08 / 1.91 / 2.13 (the
-    degrees of freedom fell faster than the SE grew). Now: never narrower with more noise of either kind."""
+    degrees of freedom fell faster than the SE grew). Now: never narrower with more noise of either kind
+    (up to 1x its example spread this run's interval is the paired t over its 4 seeds, 1.86)."""
     reps = committed_final_difference()
     coef = {"rtd@1.0000": 1.0, "mlm@1.0000": -1.0}
 
@@ -95,8 +102,9 @@ def test_on_the_committed_run_scaling_either_source_moves_the_interval_the_same_
 
     by_examples = [width(example_scale=k) for k in (0, 0.5, 1, 2, 4)]
     by_seeds = [width(seed_scale=k) for k in (0, 0.5, 1, 2, 4)]
-    assert np.all(np.diff(by_examples) > 0) and np.all(np.diff(by_seeds) > 0), (by_examples, by_seeds)
-    assert 1.6 < by_examples[2] < 2.2  # the reported interval's half-width, [-0.6, +3.2] at 1000 replicates
+    assert np.all(np.diff(by_examples) >= 0) and by_examples[-1] > by_examples[2], by_examples
+    assert np.all(np.diff(by_seeds) > 0), by_seeds
+    assert 1.6 < by_examples[2] < 2.2  # the reported interval's half-width (docs/results.md: 1.86)
 
 
 def test_the_p_value_is_the_intervals_own():
