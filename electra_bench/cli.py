@@ -517,12 +517,20 @@ def export(source, out_dir, objective, seed, fraction, overwrite, as_json):
 @click.option("--long", "long_mode", is_flag=True, help="The long CPU mode: 5x the default budget (about an hour on 2 idle cores; README).")
 @click.option("--reference", "references", multiple=True, metavar="LABEL=SOURCE[@FLOPS]",
               help=REFERENCE_HELP)
+@click.option("--until-resolved", is_flag=True,
+              help="Add pre-training seeds, a batch of --pretrain-seeds at a time, until RTD - MLM at the final "
+                   "checkpoint is resolved or --max-pretrain-seeds is reached; a group-sequential boundary keeps "
+                   "the overall error at 5% however many looks (docs/results.md). Rerun to resume.")
+@click.option("--max-pretrain-seeds", type=POSITIVE_INT, default=None,
+              help="With --until-resolved: the most pre-training seeds per objective (default 8).")
 @experiment_options
 @override_options
-def compare(preset, budget, quick, long_mode, references, convention, corpus, source, tasks, seeds, pretrain_seeds,
-            protocol, root, run_id, device, jobs, threads, devices, gpus_per_run, engine, device_kind, dry_run, quiet,
-            allow_long_schedule, as_json, overrides):
+def compare(preset, budget, quick, long_mode, references, until_resolved, max_pretrain_seeds, convention, corpus,
+            source, tasks, seeds, pretrain_seeds, protocol, root, run_id, device, jobs, threads, devices, gpus_per_run,
+            engine, device_kind, dry_run, quiet, allow_long_schedule, as_json, overrides):
     """Pre-train MLM and RTD to the same budget, score every checkpoint, report the curves."""
+    if max_pretrain_seeds is not None and not until_resolved:
+        raise BenchError("--max-pretrain-seeds goes with --until-resolved")
     _experiment_prechecks(preset=preset, budget=budget, quick=quick, long_mode=long_mode, convention=convention,
                           overrides=overrides, objectives=None, corpus=corpus, source=source, references=references,
                           dry_run=dry_run, allow_long_schedule=allow_long_schedule)
@@ -537,6 +545,17 @@ def compare(preset, budget, quick, long_mode, references, convention, corpus, so
                                gpus_per_run=gpus_per_run, engine=engine, allow_long_schedule=allow_long_schedule,
                                device_kind=device_kind)
     refs = parse_all(references)
+    if until_resolved:
+        from .experiments import until_resolved as sequential_run
+
+        spec = sequential_run.design(spec, max_pretrain_seeds or 8)
+        if dry_run:  # the most it can cost: every look taken
+            plan = plan_only(sequential_run.every_look(spec), root, run_id or spec.run_id())
+            return _show_graph(plan, as_json)
+        summary, rendered = sequential_run.run_until_resolved(
+            spec, root, run_id, spec.until_resolved[2], quiet=quiet or as_json, width=out.width,
+            score_more=refs_mod.phase(refs) if refs else None)
+        return _emit_json(summary) if as_json else click.echo(rendered, nl=False)
     if dry_run:
         return _show_graph(plan_only(spec, root, run_id or spec.run_id()), as_json)
     summary, rendered = run_compare(spec, root, run_id, quiet=quiet or as_json, width=out.width,

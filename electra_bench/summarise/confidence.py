@@ -27,7 +27,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from . import bootstrap, interval
+from . import bootstrap, interval, sequential
 from . import plan as plan_mod
 from ..store.predictions import PredictionStore
 from ..choices import OBJECTIVES, listing_order
@@ -211,9 +211,10 @@ def _difference(reps, a: str, b: str, tasks: list[str]) -> dict:
 
 
 def compute(run, rows: pd.DataFrame, scorer, points: list[dict], *, n_boot: int = N_BOOT,
-            seed: int = BOOT_SEED) -> dict:
+            seed: int = BOOT_SEED, sequential_design: Mapping[str, Any] | None = None) -> dict:
     """The protocol's statistics block (module docstring). `rows`: its score rows (one protocol, one FLOP
-    convention); `points`: the summary's points (for FLOPs)."""
+    convention); `points`: the summary's points (for FLOPs); `sequential_design`: a run made with
+    --until-resolved has its looks (summarise/sequential.py) at the final checkpoint under `sequential`."""
     t0 = time.perf_counter()
     tasks = sorted(rows["task"].unique())
     task_metrics = {t: sorted(rows.loc[rows["task"] == t, "metric"].unique()) for t in tasks}
@@ -248,6 +249,10 @@ def compute(run, rows: pd.DataFrame, scorer, points: list[dict], *, n_boot: int 
            "points": [], "differences": [], "vs_untrained": []}
     _statements(out, reps, arms, tasks, flops)
     out["headline"] = _headline_ci(reps, arms, flops)
+    if sequential_design and out["differences"] and out["unit"] == "pre-training seeds":
+        f = out["differences"][-1]["fraction"]
+        out["sequential"] = {"fraction": f, **sequential.looks(reps, {arm_key("rtd", f): 1.0, arm_key("mlm", f): -1.0},
+                                                              sequential_design)}
     out["cost_s"] = time.perf_counter() - t0
     return out
 

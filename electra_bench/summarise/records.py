@@ -44,6 +44,7 @@ class Verdict:
     plan: dict | None = None
     carried_by: list[str] = field(default_factory=list)
     verdict: str | None = None  # the sentence reports print
+    sequential: dict | None = None  # compare --until-resolved: the looks taken and the boundary (summarise/sequential.py)
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)

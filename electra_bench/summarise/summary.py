@@ -24,7 +24,8 @@ tasks MLM's pre-training has not improved on its starting point, whatever its he
 if no point reaches it, "not reached". The same with MLM and RTD swapped.
 
 Verdict and crossover. RTD - MLM at the final checkpoint is ranked when its 95% CI (confidence.py)
-excludes 0; an objective beats the untrained encoder when its CI against it is above 0; the crossover
+excludes 0 (with compare --until-resolved, when the sequential boundary of the look is crossed:
+sequential.py); an objective beats the untrained encoder when its CI against it is above 0; the crossover
 is where the CI of the difference is above 0 from one checkpoint on (confidence.crossover_from_ci).
 
 Learning. Before ranking, the verdict reads each pre-training run's learning diagnostics
@@ -46,7 +47,7 @@ import pandas as pd
 from ..store import atomic_io
 from ..errors import BenchError, at
 from ..score import glue_score
-from . import confidence, learning, references
+from . import confidence, learning, references, sequential
 from ..choices import FLOP_CONVENTIONS, OBJECTIVES, PROTOCOLS, listing_order
 from .records import SUMMARY_SCHEMA, VERDICT_KINDS, Summary, Verdict
 from ..store.runs import RunDir
@@ -325,6 +326,18 @@ def noise_verdict(points: list[dict], stats: Mapping[str, Any], learning_block: 
     if diff is not None:
         n = min(stats["n_pretrain_seeds"].get(f"rtd@{diff['fraction']:.4f}", 0),
                 stats["n_pretrain_seeds"].get(f"mlm@{diff['fraction']:.4f}", 0))
+        seq = stats.get("sequential")
+        if seq is not None and abs(seq["fraction"] - diff["fraction"]) < 1e-9:
+            # --until-resolved: the decision is the sequential test's, at the look where it stopped (or the
+            # last one taken), whose interval is wider than 95% so that every look together errs 5%
+            look = seq["looks"][seq["deciding"] if seq["stopped"] else -1] if seq["looks"] else None
+            diff = {**diff, "leave_one_out": {}, "resolved": bool(look and look["resolved"])}
+            if look is not None:
+                diff.update(estimate=look["estimate"], ci=look["ci"], p_value=look["p_value"])
+                n = look["n_pretrain_seeds"]
+            out["sequential"] = seq
+            out["rule"] = ("ranked when RTD - MLM at the final checkpoint crosses the group-sequential boundary of "
+                           "compare --until-resolved (docs/results.md, Seeds until resolved)")
         out.update(difference=diff["estimate"], ci=diff["ci"], p_value=diff["p_value"],
                    prob_improvement=diff.get("prob_improvement"),
                    rliable_prob_improvement=diff.get("rliable_prob_improvement"), plan=diff["plan"], n_pretrain_seeds=n)
@@ -367,6 +380,12 @@ def _decide(out: dict, usable: dict, diff: dict | None, stats: Mapping[str, Any]
         out["better"] = "rtd" if diff["estimate"] > 0 else "mlm"
         other = "mlm" if out["better"] == "rtd" else "rtd"
         out["verdict"] = f"{LABELS[out['better']]} ahead of {LABELS[other]} (95% CI of the difference excludes 0)"
+        if out["sequential"]:
+            seq = out["sequential"]
+            level = sequential.fmt_level(seq["looks"][seq["deciding"]]["level"])
+            out["verdict"] = (f"{LABELS[out['better']]} ahead of {LABELS[other]} (crossed the sequential boundary at "
+                              f"look {seq['deciding'] + 1} of at most {seq['planned']}: the {level} CI of the "
+                              f"difference excludes 0)")
         out["carried_by"] = sorted(t for t, loo in diff.get("leave_one_out", {}).items()
                                    if not (loo["resolved"] and (loo["estimate"] > 0) == (diff["estimate"] > 0)))
         if out["carried_by"]:  # a lead that rests on one task says so
@@ -378,6 +397,12 @@ def _decide(out: dict, usable: dict, diff: dict | None, stats: Mapping[str, Any]
     else:
         out["kind"] = "not_resolved"
         out["verdict"] = f"not resolved with {out['n_pretrain_seeds']} {stats.get('unit', 'pre-training seeds')}"
+        seq = out["sequential"]
+        if seq and seq["finished"]:
+            out["verdict"] += f", the maximum (sequential: {seq['taken']} looks, boundary not crossed)"
+        elif seq:
+            out["verdict"] = (f"not resolved yet: look {seq['taken']} of at most {seq['planned']} "
+                              f"({out['n_pretrain_seeds']} pre-training seeds; compare --until-resolved adds seeds)")
 
 
 HEADLINE_BOUNDS = ("exact", "interpolated", "at_most", "untrained", "not_reached")
@@ -651,7 +676,7 @@ def build_summary(run: RunDir, task_specs: Mapping[str, Any] | None = None, conv
     ref_rows = references.stored(run)
     present = [p for p in PROTOCOLS if p in set(df["protocol"])]
     protocols = {protocol: _protocol_block(run, df[df["protocol"] == protocol], scorer, convention, learning_block,
-                                           ref_rows[ref_rows["protocol"] == protocol])
+                                           ref_rows[ref_rows["protocol"] == protocol], config.get("until_resolved"))
                  for protocol in present}
     main = "finetune" if "finetune" in protocols else present[0]
     return Summary(
@@ -696,12 +721,13 @@ def _learning_block(run: RunDir) -> dict:
 
 
 def _protocol_block(run: RunDir, prows: pd.DataFrame, scorer: _Scorer, convention: str, learning_block: dict,
-                    ref_rows: pd.DataFrame) -> dict:
-    """One protocol's points, curves, headline, statistics, verdict and crossover (docs/results.md)."""
+                    ref_rows: pd.DataFrame, sequential_design: Mapping[str, Any] | None = None) -> dict:
+    """One protocol's points, curves, headline, statistics, verdict and crossover (docs/results.md);
+    `sequential_design`: the run's --until-resolved design (config.json's `until_resolved`)."""
     points = [_point(objective, fraction, rows, scorer)
               for (objective, fraction), rows in prows.groupby(["objective", "fraction"], sort=False)]
     points.sort(key=lambda p: (listing_order(p["objective"]), p["fraction"]))
-    stats = confidence.compute(run, prows, scorer, points)
+    stats = confidence.compute(run, prows, scorer, points, sequential_design=sequential_design)
     block = {
         "tasks": sorted(prows["task"].unique()),
         "points": points,
@@ -756,7 +782,15 @@ def headline_lines(summary: Mapping[str, Any], protocol: str | None = None) -> l
             lines.append(f"{LABELS[o]} does not beat the untrained encoder (95% CI of {LABELS[o]} - untrained: "
                          f"{confidence.fmt_ci(b['ci'])}, estimate {b['difference']:+.1f})")
     lines += verdict.get("not_learned", [])
-    if verdict.get("verdict"):
+    seq = verdict.get("sequential")
+    if verdict.get("verdict") and seq:
+        line = f"Verdict: {verdict['verdict']}"
+        if verdict.get("difference") is not None and seq["looks"]:
+            level = seq["looks"][seq["deciding"] if seq["stopped"] else -1]["level"]
+            line += (f" (RTD - MLM = {verdict['difference']:+.1f}, {sequential.fmt_level(level)} CI "
+                     f"{confidence.fmt_ci(verdict['ci'])}, p = {confidence.fmt_p(verdict['p_value'])})")
+        lines += [line, sequential.text(seq)]
+    elif verdict.get("verdict"):
         line = f"Verdict: {verdict['verdict']}"
         diff = next((d for d in stats.get("differences", []) if verdict.get("difference") is not None
                      and d["estimate"] == verdict["difference"]), None)
