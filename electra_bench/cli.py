@@ -531,6 +531,10 @@ def compare(preset, budget, quick, long_mode, references, until_resolved, max_pr
     """Pre-train MLM and RTD to the same budget, score every checkpoint, report the curves."""
     if max_pretrain_seeds is not None and not until_resolved:
         raise BenchError("--max-pretrain-seeds goes with --until-resolved")
+    if until_resolved and pretrain_seeds is not None:
+        from .summarise.sequential import check_design
+
+        check_design(pretrain_seeds, max_pretrain_seeds or 8)
     _experiment_prechecks(preset=preset, budget=budget, quick=quick, long_mode=long_mode, convention=convention,
                           overrides=overrides, objectives=None, corpus=corpus, source=source, references=references,
                           dry_run=dry_run, allow_long_schedule=allow_long_schedule)

@@ -15,7 +15,6 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from ..errors import BenchError
 from ..store import atomic_io
 from ..store.layout import RunLayout
 from ..summarise import sequential
@@ -26,11 +25,7 @@ from .spec import CompareSpec
 def design(spec: CompareSpec, max_seeds: int) -> CompareSpec:
     """The spec of a sequential run: its first look at spec.pretrain_seeds, batches of that size."""
     first = spec.pretrain_seeds
-    try:
-        sequential.schedule(first, max_seeds)
-    except ValueError:
-        raise BenchError(f"--until-resolved needs --pretrain-seeds of at least 2 (a look needs a seed spread) and "
-                         f"--max-pretrain-seeds above it (got {first} and {max_seeds})") from None
+    sequential.check_design(first, max_seeds)
     return dataclasses.replace(spec, until_resolved=(first, first, max_seeds))
 
 

@@ -32,6 +32,7 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import ndtr, ndtri
 
+from ..errors import BenchError
 from . import interval
 from .bootstrap import Replicates
 
@@ -47,6 +48,13 @@ def schedule(first: int, maximum: int, batch: int | None = None) -> list[int]:
     if first < 2 or maximum <= first or batch < 1:
         raise ValueError(f"looks need at least 2 seeds first and a maximum above them (got {first}, {maximum})")
     return list(range(first, maximum, batch)) + [maximum]
+
+
+def check_design(first: int, maximum: int) -> None:
+    """compare --until-resolved's refusal, in one line, before anything heavy is imported."""
+    if first < 2 or maximum <= first:
+        raise BenchError(f"--until-resolved needs --pretrain-seeds of at least 2 (a look needs a seed spread) and "
+                         f"--max-pretrain-seeds above it (got {first} and {maximum})")
 
 
 def spent(t: float, alpha: float = ALPHA_EACH_WAY) -> float:
