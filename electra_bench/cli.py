@@ -647,13 +647,22 @@ def sweep(preset, budget, generator_sizes, quick, convention, corpus, source, ta
 @click.option("--plan", "show_plan", is_flag=True,
               help="Compare runs: the seeds the design needs, per checkpoint (the smallest difference it detects, "
                    "the pre-training seeds that would resolve the measured one; docs/results.md).")
+@click.option("--write", "rewrite", is_flag=True,
+              help="Compare runs: rewrite each run's summary.json, plots and report.txt/.md from its stored "
+                   "scores, as this version computes them (nothing is trained or scored).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (stable snake_case keys).")
-def report(runs, fmt, references, device, show_plan, as_json):
+def report(runs, fmt, references, device, show_plan, rewrite, as_json):
     """Paper-style table for one or more runs: compare runs in Table 1's layout with the headline,
     ablation runs in Table 5's."""
     for run in runs:
         _existing_run(run)
     from .present.report import plan_report, render_runs, report_json
+
+    if rewrite:
+        from .experiments.rewrite import rewrite_outputs
+
+        for run in runs:
+            rewrite_outputs(run)
 
     if references:
         from .experiments.references import add_to_run
