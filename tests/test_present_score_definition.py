@@ -62,6 +62,9 @@ def test_one_score_in_the_table_the_statistics_the_text_and_both_plots(tmp_path)
     assert f"| {rtd['score']['value']:.1f} ±" in final and f"| {rtd['tasks']['sst2']['mean']:.1f} |" in final
     phrase = "mean over 3 evaluation seeds, then over 2 pre-training seeds"
     assert phrase in md
+    # the CI note names the interval the statistics make, not the quadrature rule it replaced
+    note = next(line for line in md.splitlines() if "95% CI: multi-bootstrap" in line)
+    assert "the wider of the paired t over seeds and the Welch t" in note and "quadrature" not in note, note
     assert phrase in plots.figure_scores(s).axes[0].get_ylabel().replace("\n", " ")
     fig = plots.figure_tasks(s)
     legend_titles = [lg.get_title().get_text() for ax in fig.axes if (lg := ax.get_legend())] + \

@@ -206,8 +206,8 @@ def _notes(summaries: list[dict], protocol: str | None, with_run: bool) -> list[
     st = s0["protocols"].get(protocol or s0["main_protocol"], {}).get("statistics") or {}
     if st.get("method") not in (None, "none"):
         lines.append(f"95% CI: {st['method']} ({st['n_boot']} replicates, seed {st['seed']}, "
-                     f"{'paired' if st.get('paired') else 'unpaired'} pre-training seeds; the seeds' spread with "
-                     f"t(n - 1) plus the example noise the seeds share, in quadrature; docs/results.md).")
+                     f"{'paired' if st.get('paired') else 'unpaired'} pre-training seeds; the wider of the paired t over "
+                     f"seeds and the Welch t over seeds and the example noise they share; docs/results.md).")
     refs = [p for s in summaries for p in s["protocols"].get(protocol or s["main_protocol"], {}).get("references", [])]
     if refs:
         lines.append("References: external checkpoints scored here with the same suite, protocol and evaluation "

@@ -36,7 +36,8 @@ from ..units import fmt_flops
 N_BOOT = 1000
 BOOT_SEED = 0
 LEVEL = 0.95
-INTERVAL = "seeds' spread with t(n - 1) plus the example noise the seeds share, in quadrature"
+INTERVAL = ("the wider of the paired t over pre-training seeds and the Welch-Satterthwaite t over seeds and the "
+            "example noise the seeds share (summarise/interval.py)")
 TRAINED = OBJECTIVES
 LABELS = {"mlm": "MLM", "rtd": "RTD", "init": "untrained"}
 METHODS = ("multi-bootstrap", "seeds-only", "eval-seeds-only", "none")
@@ -188,13 +189,15 @@ def _statement(reps, task, coef, tasks_w=None) -> dict:
 def _difference(reps, a: str, b: str, tasks: list[str]) -> dict:
     coef = {a: 1.0, b: -1.0}
     out = _statement(reps, None, coef)
-    out["prob_improvement"] = bootstrap.probability_of_improvement(
-        [reps.per_seed[None][a][k] for k in reps.seeds[a]], [reps.per_seed[None][b][k] for k in reps.seeds[b]])
+    # over pairs of pre-training seeds: with one seed of either, one pair is no probability
+    pairs = min(len(reps.seeds[a]), len(reps.seeds[b])) > 1
+    pi = lambda t: bootstrap.probability_of_improvement(  # noqa: E731
+        [reps.per_seed[t][a][k] for k in reps.seeds[a]], [reps.per_seed[t][b][k] for k in reps.seeds[b]]) if pairs else None
+    out["prob_improvement"] = pi(None)
     out["per_task"] = {}
     for t in tasks:
         s = _statement(reps, t, coef)
-        s["prob_improvement"] = bootstrap.probability_of_improvement(
-            [reps.per_seed[t][a][k] for k in reps.seeds[a]], [reps.per_seed[t][b][k] for k in reps.seeds[b]])
+        s["prob_improvement"] = pi(t)
         out["per_task"][t] = s
     pis = [v["prob_improvement"] for v in out["per_task"].values() if v["prob_improvement"] is not None]
     out["rliable_prob_improvement"] = float(np.mean(pis)) if pis else None
@@ -362,13 +365,14 @@ def fmt_ci(ci: list[float], digits: int = 1) -> str:
 
 
 def fmt_p(p: float) -> str:
-    return f"{p:.3f}" if p >= 0.001 else f"< 0.001"
+    """'p = 0.054' or 'p < 0.001'."""
+    return f"p = {p:.3f}" if p >= 0.001 else "p < 0.001"
 
 
 def difference_text(d: Mapping[str, Any], what: str = "RTD - MLM", unit: str = "pre-training seeds") -> str:
     """The difference with its CI and p-value, and the probability of improvement on the same (suite)
     score; rliable's per-task average, which ignores by how much a task is won, only under its own name."""
-    text = f"{what} = {d['estimate']:+.1f}, 95% CI {fmt_ci(d['ci'])}, p = {fmt_p(d['p_value'])}"
+    text = f"{what} = {d['estimate']:+.1f}, 95% CI {fmt_ci(d['ci'])}, {fmt_p(d['p_value'])}"
     if d.get("prob_improvement") is not None:
         text += f", P(RTD > MLM) = {d['prob_improvement']:.2f} over pairs of {unit}"
         if d.get("rliable_prob_improvement") is not None:
@@ -380,7 +384,7 @@ def plan_text(d: Mapping[str, Any], unit: str = "pre-training seeds") -> str:
     """What the design can detect and the seeds that would resolve the measured difference."""
     p = d["plan"]
     if p.get("detectable_difference") is None:
-        return f"one of the {unit}: their noise is unknown, so no plan"
+        return f"one {unit[:-1]}: the seeds' noise is unknown, so no plan"
     text = (f"this design ({p['n_pretrain_seeds']} {unit}) detects differences of "
             f"{p['detectable_difference']:.1f} or more (80% power)")
     if d["resolved"]:

@@ -788,7 +788,7 @@ def headline_lines(summary: Mapping[str, Any], protocol: str | None = None) -> l
         if verdict.get("difference") is not None and seq["looks"]:
             level = seq["looks"][seq["deciding"] if seq["stopped"] else -1]["level"]
             line += (f" (RTD - MLM = {verdict['difference']:+.1f}, {sequential.fmt_level(level)} CI "
-                     f"{confidence.fmt_ci(verdict['ci'])}, p = {confidence.fmt_p(verdict['p_value'])})")
+                     f"{confidence.fmt_ci(verdict['ci'])}, {confidence.fmt_p(verdict['p_value'])})")
         lines += [line, sequential.text(seq)]
     elif verdict.get("verdict"):
         line = f"Verdict: {verdict['verdict']}"
@@ -797,7 +797,8 @@ def headline_lines(summary: Mapping[str, Any], protocol: str | None = None) -> l
         if diff is not None:
             line += f" ({confidence.difference_text(diff, unit=stats.get('unit', 'pre-training seeds'))})"
             if verdict["kind"] == "ranked":
-                line += f"; {verdict['n_pretrain_seeds']} {stats.get('unit', 'pre-training seeds')}"
+                n, unit = verdict["n_pretrain_seeds"], stats.get("unit", "pre-training seeds")
+                line += f"; {n} {unit[:-1] if n == 1 else unit}"
         lines.append(line)
         if diff is not None and verdict["kind"] in ("ranked", "not_resolved"):
             lines.append(f"Plan: {confidence.plan_text(diff, stats.get('unit', 'pre-training seeds'))}")
