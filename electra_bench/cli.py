@@ -567,12 +567,24 @@ def export(source, out_dir, objective, seed, fraction, overwrite, as_json):
 @click.option("--yes", is_flag=True, help="Start a budget above 4x the mode's default on a CPU without asking.")
 @click.option("--reference", "references", multiple=True, metavar="LABEL=SOURCE[@FLOPS]",
               help=REFERENCE_HELP)
+@click.option("--until-resolved", is_flag=True,
+              help="Add pre-training seeds, a batch of --pretrain-seeds at a time, until RTD - MLM at the final "
+                   "checkpoint is resolved or --max-pretrain-seeds is reached; a group-sequential boundary keeps "
+                   "the overall error at 5% however many looks (docs/results.md). Rerun to resume.")
+@click.option("--max-pretrain-seeds", type=POSITIVE_INT, default=None,
+              help="With --until-resolved: the most pre-training seeds per objective (default 8).")
 @experiment_options
 @override_options
-def compare(preset, budget, quick, long_mode, yes, references, convention, corpus, source, tasks, seeds,
-            pretrain_seeds, protocol, root, run_id, device, jobs, threads, devices, gpus_per_run, engine, device_kind,
-            dry_run, quiet, allow_long_schedule, as_json, overrides):
+def compare(preset, budget, quick, long_mode, yes, references, until_resolved, max_pretrain_seeds, convention, corpus,
+            source, tasks, seeds, pretrain_seeds, protocol, root, run_id, device, jobs, threads, devices, gpus_per_run,
+            engine, device_kind, dry_run, quiet, allow_long_schedule, as_json, overrides):
     """Pre-train MLM and RTD to the same budget, score every checkpoint, report the curves."""
+    if max_pretrain_seeds is not None and not until_resolved:
+        raise BenchError("--max-pretrain-seeds goes with --until-resolved")
+    if until_resolved and pretrain_seeds is not None:
+        from .summarise.sequential import check_design
+
+        check_design(pretrain_seeds, max_pretrain_seeds or 8)
     _experiment_prechecks(preset=preset, budget=budget, quick=quick, long_mode=long_mode, convention=convention,
                           overrides=overrides, objectives=None, corpus=corpus, source=source, references=references,
                           dry_run=dry_run, allow_long_schedule=allow_long_schedule)
@@ -588,6 +600,18 @@ def compare(preset, budget, quick, long_mode, yes, references, convention, corpu
                                gpus_per_run=gpus_per_run, engine=engine, allow_long_schedule=allow_long_schedule,
                                device_kind=device_kind)
     refs = parse_all(references)
+    if until_resolved:
+        from .experiments import until_resolved as sequential_run
+
+        spec = sequential_run.design(spec, max_pretrain_seeds or 8)
+        if dry_run:  # the most it can cost: every look taken
+            plan = plan_only(sequential_run.every_look(spec), root, run_id or spec.run_id())
+            return _show_graph(plan, as_json)
+        summary, rendered = sequential_run.run_until_resolved(
+            spec, root, run_id, spec.until_resolved[2], quiet=quiet or as_json, width=out.width,
+            score_more=refs_mod.phase(refs) if refs else None)
+        _emit_json(summary) if as_json else click.echo(rendered, nl=False)
+        return
     run_id = run_id or spec.run_id()
     if dry_run:
         return _show_graph(plan_only(spec, root, run_id), as_json)
@@ -680,13 +704,22 @@ def sweep(preset, budget, generator_sizes, quick, convention, corpus, source, ta
 @click.option("--plan", "show_plan", is_flag=True,
               help="Compare runs: the seeds the design needs, per checkpoint (the smallest difference it detects, "
                    "the pre-training seeds that would resolve the measured one; docs/results.md).")
+@click.option("--write", "rewrite", is_flag=True,
+              help="Compare runs: rewrite each run's summary.json, plots and report.txt/.md from its stored "
+                   "scores, as this version computes them (nothing is trained or scored).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (stable snake_case keys).")
-def report(runs, fmt, references, device, show_plan, as_json):
+def report(runs, fmt, references, device, show_plan, rewrite, as_json):
     """Paper-style table for one or more runs: compare runs in Table 1's layout with the headline,
     ablation runs in Table 5's."""
     for run in runs:
         _existing_run(run)
     from .present.report import plan_report, render_plan, render_runs, report_json
+
+    if rewrite:
+        from .experiments.rewrite import rewrite_outputs
+
+        for run in runs:
+            rewrite_outputs(run)
 
     if references:
         from .experiments.references import add_to_run

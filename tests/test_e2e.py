@@ -49,7 +49,7 @@ def test_compare_quick_through_the_ci_recipe_then_report_and_rerun(tmp_path):
     assert prov["flop_convention"] == "measured" and prov["seeds"]["pretrain"] == [0, 1]
     assert set(prov["data_hashes"]) >= {"corpus_sha256", "tokenizer_sha256"} and prov["git"]
     summary = json.loads((run / "summary.json").read_text())
-    assert summary["schema_version"] == 3
+    assert summary["schema_version"] == 4
     # the statistics: the Multi-Bootstrap over stored per-example predictions, a CI on every point
     stats = summary["protocols"]["probe"]["statistics"]
     assert stats["method"] == "multi-bootstrap" and stats["note"] is None and (run / "predictions" / "labels").is_dir()

@@ -50,7 +50,7 @@ def test_every_point_is_scored_once(micro_run):
     assert points == {("init", 0.0)} | {(o, f) for o in ("mlm", "rtd") for f in (0.25, 0.5, 1.0)}
     metrics = {r["metric"] for r in rows}
     assert len(rows) == len(points) * len(metrics)  # one task, one eval seed, one pre-training seed
-    assert summary["schema_version"] == 3 and summary["timings"]["pretrain_s"] > 0
+    assert summary["schema_version"] == 4 and summary["timings"]["pretrain_s"] > 0
     assert not RunLayout(run).lock.exists() and not list(run.rglob(".lock"))  # released and removed
 
 

@@ -48,10 +48,10 @@ def test_csv_parses_with_pandas(tmp_path):
     text = report.render([make_run(tmp_path)], "csv")
     df = pd.read_csv(io.StringIO(text))
     assert len(df) == 5
-    assert {"model", "train_flops", "params", "fraction", "score_median", "score_min", "score_max", "n_seeds",
+    assert {"model", "train_flops", "params", "fraction", "score", "score_min", "score_max", "n_seeds",
             "sst2", "rte"} <= set(df.columns)
     final = df[(df.objective == "rtd") & (df.fraction == 1.0)].iloc[0]
-    assert final.score_median == pytest.approx(75.5)
+    assert final.score == pytest.approx(75.5)
     assert final.train_flops == pytest.approx(1e14)
 
 
@@ -104,7 +104,7 @@ def test_terminal_table_fits_narrow_terminals(tmp_path, width):
     wide = report.render([run], "table", width=400)
     assert max(len(line) for line in wide.splitlines()) > width  # the full table would not have fit
     df = report.dataframe([run])
-    for v in df["score_median"].dropna():
+    for v in df["score"].dropna():
         assert f"{v:.1f}" in text
     tasks = list(df.columns[list(df.columns).index("score_ci_high") + 1:])
     assert tasks and all(report.TASK_NAMES.get(t, t) in text for t in tasks)

@@ -57,6 +57,11 @@ def test_predictions_reproduce_rows_and_feed_the_multibootstrap(tmp_path):
     assert v["kind"] == "ranked" and v["better"] == "rtd" and v["difference"] == final["estimate"]
     assert s["crossover"]["rtd_over_mlm"]["status"] == "crossed"
     assert summary.invariant_violations(s) == []
+    # the suite-level probability beside the difference, rliable's per-task average only under its own name
+    verdict = next(line for line in summary.headline_lines(s) if line.startswith("Verdict:"))
+    assert f"P(RTD > MLM) = {final['prob_improvement']:.2f} over pairs of pre-training seeds (rliable's " \
+           f"per-task average: {final['rliable_prob_improvement']:.2f})" in verdict, verdict
+    assert verdict.count("P(RTD > MLM)") == 1, verdict
     # the estimate is the mean over evaluation seeds, then pre-training seeds, of the suite mean
     rows = run.scores()
     want = rows[(rows.objective == "rtd") & (rows.fraction == 1.0)].groupby("task")["value"].mean().mean()
@@ -105,3 +110,17 @@ def test_a_second_dev_set_under_the_same_task_is_refused(tmp_path):
     p.dev_sha256 = "b" * 64
     with pytest.raises(BenchError, match="dev set of sst2 differs"):
         store.write("rtd", 0, 1.0, p)
+
+
+def test_one_pretrain_seed_reads_as_one_and_claims_no_probability_over_pairs(tmp_path):
+    """With one pre-training seed there is one pair of seeds, which is no probability; the p-value prints
+    as 'p < 0.001' (not 'p = < 0.001'), the seed count in the singular, and the plan says why it has none."""
+    s = summary.build_summary(make_run(tmp_path, rtd_skill=0.85, seeds=(0,)))
+    final = next(d for d in s["protocols"]["probe"]["statistics"]["differences"] if d["fraction"] == 1.0)
+    assert final["prob_improvement"] is None and final["rliable_prob_improvement"] is None
+    assert all(t["prob_improvement"] is None for t in final["per_task"].values())
+    verdict = next(line for line in summary.headline_lines(s) if line.startswith("Verdict:"))
+    assert "p < 0.001" in verdict and "p = <" not in verdict and "P(RTD > MLM)" not in verdict, verdict
+    assert verdict.endswith("; 1 pre-training seed"), verdict
+    plan = next(line for line in summary.headline_lines(s) if line.startswith("Plan:"))
+    assert plan == "Plan: one pre-training seed: the seeds' noise is unknown, so no plan"

@@ -58,7 +58,7 @@ def test_summary_and_verdict_round_trip_and_an_old_schema_is_refused(tmp_path):
     s = summary.build_summary(run)
     assert records.Summary.from_json(s).to_json() == s
     assert records.Verdict.from_json(s["verdict"]).to_json() == s["verdict"]
-    with pytest.raises(BenchError, match="schema_version 2, expected 3"):
-        records.Summary.from_json({**s, "schema_version": 2})
+    with pytest.raises(BenchError, match="schema_version 3, expected 4"):
+        records.Summary.from_json({**s, "schema_version": 3})
     with pytest.raises(BenchError, match="unknown verdict kind 'tie'"):
         records.Verdict.from_json({**s["verdict"], "kind": "tie"})

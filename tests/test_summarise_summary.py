@@ -37,7 +37,7 @@ STANDARD = {
 
 def test_points_medians_and_seed_spread(tmp_path):
     s = summary.build_summary(make_run(tmp_path, STANDARD))
-    assert s["schema_version"] == 3 and s["flop_convention"] == "measured"
+    assert s["schema_version"] == 4 and s["flop_convention"] == "measured"
     block = s["protocols"]["finetune"]
     final_rtd = next(p for p in block["points"] if p["objective"] == "rtd" and p["fraction"] == 1.0)
     # seeds 0,1,2 add 0, 0.5, 1.0: median +0.5, range 1.0

@@ -70,6 +70,9 @@ def spec_of_run(config: dict, device: str = "auto") -> CompareSpec:
     for key in ("tasks", "objectives"):
         if kw.get(key) is not None:
             kw[key] = tuple(kw[key])
+    if isinstance(kw.get("until_resolved"), dict):
+        u = kw["until_resolved"]
+        kw["until_resolved"] = (u["first"], u["batch"], u["max_pretrain_seeds"])
     Overrides(**dict(kw["overrides"]))  # a config this version cannot read fails here, in one line
     return CompareSpec(**kw, device=device, jobs=1)
 

@@ -59,6 +59,9 @@ class CompareSpec:
     threads: int = 1
     overrides: tuple[tuple[str, object], ...] = ()  # knobs changed on the command line (run_config.KNOBS)
     objectives: tuple[str, ...] = OBJECTIVES  # what is pre-trained and scored (with the untrained encoder)
+    # compare --until-resolved: (first look's seeds, seeds added per look, maximum); it decides how the
+    # verdict is read (summarise/sequential.py), so it is part of the identity
+    until_resolved: tuple[int, int, int] | None = None
     # where and how wide it runs: not part of the identity (the numbers do not depend on it)
     device: str = field(default="auto", compare=False)
     jobs: int = field(default=1, compare=False)
@@ -131,6 +134,11 @@ class CompareSpec:
             d.pop("objectives")
         else:
             d["objectives"] = list(self.objectives)
+        if self.until_resolved is None:  # likewise
+            d.pop("until_resolved")
+        else:
+            first, batch, maximum = self.until_resolved
+            d["until_resolved"] = {"first": first, "batch": batch, "max_pretrain_seeds": maximum}
         return d
 
     def run_id(self, kind: str = "compare") -> str:

@@ -8,8 +8,9 @@
   checkpoint from which the CI of the difference stays above 0, labelled in the legend; the title carries
   both headline sentences, the crossover lines and the verdict; the left axis says which part of the 0-100 scale it shows, the right axis the
   difference from the untrained encoder; optionally the paper's published points.
-- tasks: one panel per task, its primary metric against FLOPs, same encoding; the legend takes the
-  grid's empty slot (else it sits under the grid).
+- tasks: one panel per task, its primary metric against FLOPs (the same score definition), same encoding:
+  each point's 95% CI of the task's score shaded (the range over runs without statistics); the legend
+  takes the grid's empty slot (else it sits under the grid).
 - learning: the pre-training runs' learning diagnostics against FLOPs (gain over unigram, discriminator
   AUC, representation collapse) with the thresholds below which a run is flagged "did not learn".
 - pretrain_loss: what those diagnostics are made of, in nats on the held-out set: MLM's masked-token loss
@@ -275,18 +276,28 @@ def _score_band(p: Mapping[str, Any]):
     return (s["min"], s["max"]) if s.get("min") is not None and s.get("max") is not None else None
 
 
-def _task_band(task: str):
+def _task_band_of(block: Mapping[str, Any], task: str):
+    """A task panel's band, as the score figure's: each point's 95% CI of the task's score when the run
+    has statistics, else the range over every run; and the words for the legend."""
+    stats = block.get("statistics") or {}
+    cis = {(q["objective"], round(q["fraction"], 4)): q["per_task"][task]["ci"] for q in stats.get("points", [])
+           if task in (q.get("per_task") or {})}
+    if cis:
+        return (lambda p: tuple(cis[(p["objective"], round(p["fraction"], 4))])
+                if (p["objective"], round(p["fraction"], 4)) in cis else None), \
+            f"95% CI ({stats['method']}, {stats['n_boot']} replicates)"
+
     def band(p):
         t = p["tasks"].get(task)
         return (t["min"], t["max"]) if t and t.get("min") is not None else None
 
-    return band
+    return band, "range over every run"
 
 
 def _task_value(task: str):
     def value(p):
         t = p["tasks"].get(task)
-        return t.get("median") if t else None
+        return t.get("mean") if t else None
 
     return value
 
@@ -295,10 +306,8 @@ def _seeds_phrase(block: Mapping[str, Any]) -> tuple[str, str]:
     """(how a point's value is made, what its band is over), from the points' seed counts."""
     n = max((p["score"]["n_seeds"] for p in block["points"]), default=0)
     n_pre = max((p["score"].get("n_pretrain_seeds", 1) for p in block["points"]), default=1)
-    if n_pre > 1:
-        return (f"mean over {n_pre} pre-training seeds of the median of {n} evaluation seeds",
-                f"range over the {n_pre} pre-training seeds")
-    return f"median of {n} evaluation seeds", f"range over the {n} evaluation seeds"
+    over = f"range over the {n_pre} pre-training seeds" if n_pre > 1 else f"range over the {n} evaluation seeds"
+    return summary_mod.seeds_phrase(block), over
 
 
 # how each reported crossover is marked: (colour, line style)
@@ -419,25 +428,24 @@ def figure_tasks(summary: Mapping[str, Any], *, protocol: str | None = None):
     nrows = math.ceil(len(tasks) / ncols)
     fig, axes = new_figure(nrows, ncols, size=(4.4 * ncols, 3.5 * nrows + 0.9))
     handles, labels = [], []
+    band_words = None
     for i, task in enumerate(tasks):
         ax = axes[i // ncols][i % ncols]
-        _draw_curves(ax, block, summary["models"], _task_value(task), _task_band(task))
+        band_of, band_words = _task_band_of(block, task)
+        _draw_curves(ax, block, summary["models"], _task_value(task), band_of)
         primary = next((p["tasks"][task]["primary_metric"] for p in block["points"] if task in p["tasks"]), "")
         ax.set_title(f"{task} ({primary})", fontsize=9)
         ax.set_xlabel(f"pre-training FLOPs ({summary['flop_convention']})", fontsize=8)
         ax.set_ylabel(f"{primary} (0-100 scale, zoomed)", fontsize=8)
         ax.tick_params(labelsize=8)
         if not handles:
-            handles, labels = _legend_handles(block, summary["models"], _task_value(task), _task_band(task),
+            handles, labels = _legend_handles(block, summary["models"], _task_value(task), band_of,
                                               with_value=False)
-    n = max((p["score"]["n_seeds"] for p in block["points"]), default=0)
-    n_pre = max((p["score"].get("n_pretrain_seeds", 1) for p in block["points"]), default=1)
-    runs = f"{n_pre} pre-training x {n} evaluation seeds" if n_pre > 1 else f"{n} evaluation seeds"
     legend_kw = dict(fontsize=8, handler_map={tuple: HandlerTuple(ndivide=1)}, title_fontsize=8)
     spare = [axes[j // ncols][j % ncols] for j in range(len(tasks), nrows * ncols)]
     for ax in spare:
         ax.set_axis_off()
-    note = f"lines: median over all {runs}\nshaded: their min to max"
+    note = f"lines: {summary_mod.seeds_phrase(block)}\nshaded: {band_words}"
     if spare:
         spare[0].legend(handles, labels, loc="center", title=note, frameon=False, **legend_kw)
     else:

@@ -1,10 +1,11 @@
 """The paper's Table 1 layout for one or more runs, as a terminal table, Markdown, CSV or LaTeX.
 
 One row per point (untrained encoder, then each objective's checkpoints by compute): Model, Train FLOPs,
-Params, fraction of the budget trained, Score (mean over pre-training seeds of the median over evaluation
-seeds, +- half the range over pre-training seeds; with one pre-training seed: median over evaluation
-seeds, +- half their range), then each task's median primary metric. After the table: the headline sentences and the noise
-verdict of each run (CSV carries the numbers only, as columns, so it stays one parseable table).
+Params, fraction of the budget trained, Score (summary.SCORE_DEFINITION: each run's suite score averaged
+over evaluation seeds, then over pre-training seeds; +- half the range over pre-training seeds, or over
+evaluation seeds with one), its 95% CI, then each task's primary metric, averaged the same way. After the
+table: the headline sentences and the verdict of each run (CSV carries the numbers only, as columns, so it
+stays one parseable table).
 
 Summaries come from each run's summary.json when present (else they are built from scores.jsonl).
 """
@@ -116,7 +117,7 @@ def _records(summaries: list[dict], protocol: str | None) -> tuple[list[dict], l
                 "step": p["step"],
                 "train_flops": p["train_flops"],
                 "score": p["score"],
-                "tasks": {t: v.get("median") for t, v in p["tasks"].items()},
+                "tasks": {t: v.get("mean") for t, v in p["tasks"].items()},
                 "point": p,
                 "ci": cis.get((p["objective"], round(p["fraction"], 4))),
             })
@@ -126,7 +127,7 @@ def _records(summaries: list[dict], protocol: str | None) -> tuple[list[dict], l
                 "aggregate": s["suite"]["aggregate"], "flop_convention": "stated", "objective": "reference",
                 "model": f"{p['label']} (reference)", "params": p.get("params"), "fraction": None, "step": None,
                 "train_flops": p["train_flops"], "score": p["score"],
-                "tasks": {t: v.get("median") for t, v in p["tasks"].items()}, "point": p,
+                "tasks": {t: v.get("mean") for t, v in p["tasks"].items()}, "point": p,
             })
     if not records:
         raise BenchError(f"no scores for protocol '{protocol}' in these runs")
@@ -144,7 +145,7 @@ def dataframe(runs: Sequence[RunDir | Mapping[str, Any]], *, protocol: str | Non
             "run_id": r["run_id"], "protocol": r["protocol"], "suite": r["suite"], "aggregate": r["aggregate"],
             "flop_convention": r["flop_convention"], "model": r["model"], "objective": r["objective"],
             "train_flops": r["train_flops"], "params": r["params"], "fraction": r["fraction"], "step": r["step"],
-            "score_median": sc.get("value"), "score_min": sc.get("min"), "score_max": sc.get("max"),
+            "score": sc.get("value"), "score_min": sc.get("min"), "score_max": sc.get("max"),
             "score_std": sc.get("std"), "n_seeds": sc.get("n_seeds"),
             "score_ci_low": (r.get("ci") or [None, None])[0], "score_ci_high": (r.get("ci") or [None, None])[1],
         }
@@ -178,7 +179,8 @@ def difference_lines(summary: Mapping[str, Any], protocol: str | None = None) ->
     out = []
     for d in stats.get("differences", []):
         out.append(f"At {100 * d['fraction']:.3g}% of the budget ({fmt_flops(d['train_flops'])} FLOPs): "
-                   f"{confidence.difference_text(d)}" + ("" if d["resolved"] else " (not resolved)"))
+                   f"{confidence.difference_text(d, unit=stats.get('unit', 'pre-training seeds'))}"
+                   + ("" if d["resolved"] else " (not resolved)"))
     return out
 
 
@@ -193,17 +195,19 @@ def _notes(summaries: list[dict], protocol: str | None, with_run: bool) -> list[
         lines += [prefix + line for line in summary_mod.headline_lines(s, proto)]
         lines += [prefix + line for line in difference_lines(s, proto)]
     s0 = summaries[0]
+    block0 = s0["protocols"].get(protocol or s0["main_protocol"], {})
+    how = summary_mod.seeds_phrase(block0) if block0.get("points") else summary_mod.SCORE_DEFINITION
     lines.append(
         f"Score: {s0['suite']['name']} ({s0['suite']['description']}), {protocol or s0['main_protocol']} protocol, "
-        f"0-100; ± half the band (the range over pre-training seeds when there are several, else over "
-        f"evaluation seeds); train FLOPs in the "
-        f"{s0['flop_convention']} convention."
+        f"0-100, {how} (the task columns: each task's primary metric, the same mean); ± half the band (the "
+        f"range over pre-training seeds when there are several, else over evaluation seeds); train FLOPs in "
+        f"the {s0['flop_convention']} convention."
     )
     st = s0["protocols"].get(protocol or s0["main_protocol"], {}).get("statistics") or {}
     if st.get("method") not in (None, "none"):
         lines.append(f"95% CI: {st['method']} ({st['n_boot']} replicates, seed {st['seed']}, "
-                     f"{'paired' if st.get('paired') else 'unpaired'} pre-training seeds, small-sample "
-                     f"correction; docs/results.md), of the mean over evaluation seeds.")
+                     f"{'paired' if st.get('paired') else 'unpaired'} pre-training seeds; the wider of the paired t over "
+                     f"seeds and the Welch t over seeds and the example noise they share; docs/results.md).")
     refs = [p for s in summaries for p in s["protocols"].get(protocol or s["main_protocol"], {}).get("references", [])]
     if refs:
         lines.append("References: external checkpoints scored here with the same suite, protocol and evaluation "
@@ -241,7 +245,7 @@ def _compact_tables(records: list[dict], tasks: list[str], with_run: bool, title
     for r in records:  # records are ordered by compute within an objective: the last one wins
         last[(r["run_id"], r["objective"])] = r
     columns = list(last.values())
-    per_task = Table(title="per task (median primary metric) at the last checkpoint")
+    per_task = Table(title="per task (primary metric, the score's mean) at the last checkpoint")
     per_task.add_column("Task")
     for r in columns:
         per_task.add_column((f"{r['run_id']} " if with_run else "") + r["model"], justify="right")
@@ -326,7 +330,8 @@ def plan_report(paths: Sequence[str]) -> list[dict]:
                         f"from: {stats.get('note') or 'no checkpoint of both objectives'}"})
         for d in stats.get("differences", []):
             at = f"{100 * d['fraction']:.3g}% ({fmt_flops(d['train_flops'])} FLOPs)"
-            difference, plan = confidence.difference_text(d), confidence.plan_text(d, stats.get("unit", "pre-training seeds"))
+            unit = stats.get("unit", "pre-training seeds")
+            difference, plan = confidence.difference_text(d, unit=unit), confidence.plan_text(d, unit)
             out.append({"run_id": s["run_id"], "fraction": d["fraction"], "train_flops": d["train_flops"],
                         "difference": d["estimate"], "ci": d["ci"], "p_value": d["p_value"],
                         "resolved": d["resolved"], "plan": d["plan"], "method": stats["method"],

@@ -12,17 +12,11 @@ replacement (the same draw for every arm and seed, so arm differences are paired
 metric recomputed on the resampled examples (as weights: a multinomial count per example) and the suite
 score computed inside the replicate.
 
-Small-sample correction (ours, on top of the MultiBERTs recipe). With the few pre-training seeds CPU runs
-afford (2-8), the plain bootstrap's percentile interval is too narrow: the spread of a mean over n resampled
-seeds is sqrt((n-1)/n) of its standard error, its tails are normal rather than Student-t, and with 4 seeds
-it takes only 35 distinct values. So a statement's interval is built from the replicates' two parts
-(`t_interval`): each replicate is split into the all-seed mean on its example draw and the deviation its seed
-draw adds; their variances, the seed part's made unbiased, add up to SE^2; the interval is estimate +- t x SE
-with the Welch-Satterthwaite degrees of freedom of a seed part with n - 1 and an example part with
-infinitely many, and the p-value is the same t's. Where seeds dominate this is the paired t test over
-pre-training seeds; where examples do, the bootstrap's normal interval. `scripts/bootstrap_coverage.py`
-measures coverage on synthetic designs with known differences (docs/results.md has its table); without the
-correction a 4-seed design whose noise is mostly seed noise covers about 80% instead of 95%.
+What a replicate keeps. Per arm and pre-training seed, the score on the dev sets as they are (`per_seed`)
+and its deviation on each replicate's examples (`deviation`, seeds x replicates). The interval
+(summarise/interval.py) takes the seed noise from the spread of the seeds' full-data scores, which already
+holds each seed's own example noise once, and from the deviations only the example noise all seeds share:
+adding the whole example spread to the seeds' would count each seed's own example noise twice.
 
 Outputs are replicate arrays (what confidence.py turns into CIs, p-values and plans) and the estimates on
 the full data. Deterministic for a given `seed`.
@@ -30,13 +24,9 @@ the full data. Deterministic for a given `seed`.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
-
-Z975 = 1.959963984540054
-Z80 = 0.8416212335729143
 
 
 @dataclass
@@ -61,78 +51,31 @@ class TaskData:
 
 @dataclass
 class Replicates:
-    """What `multibootstrap` returns, for each task (and the suite, key None) and arm: per replicate (B,)
-    the all-seed mean on that replicate's examples (`examples`) and the deviation its seed draw adds
-    (`seed_dev`), so that a joint replicate is their sum (`corrected` adds the small-sample correction);
-    the seed draw alone on the full data (`seeds_only`, unscaled: what `plan` reads); and the
-    estimate on the full data."""
+    """What `multibootstrap` returns, for each task (and the suite, key None) and arm: the estimate on the
+    full data (the mean over pre-training seeds of `per_seed`), each pre-training seed's full-data score, and
+    each seed's deviation from it on every replicate's example draw ((n seeds, B), `deviation`); and the seed
+    draws per arm ((B, n) counts, one array shared by every arm when paired), for statements read off
+    replicates (summarise/interval.py)."""
 
     arms: list[str]
     seeds: dict[str, list[int]]
     n_boot: int
     paired: bool
-    examples: dict[str | None, dict[str, np.ndarray]]
-    seed_dev: dict[str | None, dict[str, np.ndarray]]
-    seeds_only: dict[str | None, dict[str, np.ndarray]]
     estimate: dict[str | None, dict[str, float]]
     per_seed: dict[str | None, dict[str, dict[int, float]]]  # full-data score of each pre-training seed
+    deviation: dict[str | None, dict[str, np.ndarray]]
+    counts: dict[str, np.ndarray] | None
     weights: dict[str, float] = field(default_factory=dict)  # task -> its weight in the suite score
 
-
-def seed_df(reps: "Replicates", arms: list[str]) -> int:
-    """Degrees of freedom of the seed part of a statement about `arms`: n - 1 (paired or one arm), else
-    the smallest arm's (conservative)."""
-    return max(0, min(len(reps.seeds[a]) for a in arms) - 1)
-
-
-def t_interval(examples: np.ndarray, seed_dev: np.ndarray, estimate: float, df: int, level: float = 0.95,
-               small_sample: bool = True) -> dict:
-    """A statement's interval and one-sided p-value from its two replicate parts: SE^2 = SE_seed^2 +
-    SE_examples^2 (the seed part's bootstrap variance unbiased by n / (n - 1)), the interval
-    estimate +- t(df_eff) x SE and p = P(T_df_eff > estimate / SE), df_eff the Welch-Satterthwaite degrees
-    of freedom of a seed part with `df` and an example part with infinitely many. Where seeds dominate this
-    is the paired t test over pre-training seeds; where examples do, the bootstrap's normal interval.
-    `small_sample=False`: the plain Multi-Bootstrap's percentile interval and share of replicates <= 0."""
-    from scipy.special import stdtr, stdtrit
-
-    if not small_sample or df < 1:
-        joint = examples + seed_dev
-        lo, hi = interval(joint, level)
-        return {"ci": [lo, hi], "p_value": p_value(joint), "se": float(np.std(joint, ddof=1)), "df": None}
-    v_seed = float(np.var(seed_dev, ddof=1)) * (df + 1) / df
-    v_ex = float(np.var(examples, ddof=1))
-    se = math.sqrt(v_seed + v_ex)
-    df_eff = math.inf if v_seed <= 0 else (v_seed + v_ex) ** 2 / (v_seed ** 2 / df)
-    if se <= 0:
-        return {"ci": [float(estimate), float(estimate)], "p_value": 1.0 / len(examples) if estimate > 0 else 1.0,
-                "se": 0.0, "df": df_eff}
-    q = float(stdtrit(df_eff, 0.5 + level / 2)) if math.isfinite(df_eff) else Z975
-    p = float(stdtr(df_eff, -estimate / se)) if math.isfinite(df_eff) else 0.5 * math.erfc(estimate / se / math.sqrt(2))
-    return {"ci": [float(estimate - q * se), float(estimate + q * se)], "p_value": max(p, 1.0 / len(examples)),
-            "se": se, "df": df_eff}
-
-
-def corrected(examples: np.ndarray, seed_dev: np.ndarray, estimate: float, df: int,
-              small_sample: bool = True) -> np.ndarray:
-    """Joint replicates of one statement (an arm's score, a difference: any linear combination of arms),
-    spread like `t_interval`'s interval (for statements that are not linear in the scores, such as the
-    headline's compute share, whose interval is read off the replicates): the seed deviations scaled by
-    sqrt((df + 1) / df), then the replicates' deviations from the estimate
-    are scaled by t(df_eff, 0.975) / z(0.975), df_eff the Welch-Satterthwaite degrees of freedom of the
-    seed part (df) and the example part (infinite). Seed-dominated: the t interval with n - 1 degrees of
-    freedom; example-dominated: the plain bootstrap. `small_sample=False`: the plain Multi-Bootstrap."""
-    if not small_sample or df < 1:
-        return examples + seed_dev
-    seed_dev = seed_dev * math.sqrt((df + 1) / df)
-    joint = examples + seed_dev
-    v_seed, v_ex = float(np.var(seed_dev)), float(np.var(examples))
-    if v_seed <= 0:
-        return joint
-    df_eff = (v_seed + v_ex) ** 2 / (v_seed ** 2 / df)
-    from scipy.special import stdtrit
-
-    k = float(stdtrit(df_eff, 0.975)) / Z975
-    return estimate + k * (joint - estimate)
+    def first_seeds(self, n: int) -> "Replicates":
+        """The same replicates restricted to each arm's first n pre-training seeds (a sequential look taken
+        when only those were run): a seed's deviations do not depend on which other seeds were run."""
+        keep = {a: s[:n] for a, s in self.seeds.items()}
+        per_seed = {t: {a: {s: v[s] for s in keep[a]} for a, v in by_arm.items()} for t, by_arm in self.per_seed.items()}
+        estimate = {t: {a: float(np.mean(list(v.values()))) for a, v in by_arm.items()} for t, by_arm in per_seed.items()}
+        deviation = {t: {a: d[:len(keep[a])] for a, d in by_arm.items()} for t, by_arm in self.deviation.items()}
+        return Replicates(self.arms, keep, self.n_boot, self.paired, estimate, per_seed, deviation, None,
+                          self.weights)
 
 
 # ---- metrics under example weights ------------------------------------------------------------------
@@ -207,30 +150,45 @@ def _pearson(P, y, W):
     return _weighted_pearson(P, y.astype(np.float64) - y.mean(), W)
 
 
-def _weighted_ranks(v: np.ndarray, W: np.ndarray) -> np.ndarray:
-    """(B, N) mid-ranks of values v (N,) in each replicate's weighted sample (an example drawn k times is k
-    tied observations; equal values tie): what Spearman ranks on the resampled data."""
+def _rank_groups(v: np.ndarray, W: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Ties of values v (N,) and their mid-ranks in each replicate's weighted sample (an example drawn k
+    times is k tied observations; equal values tie), as Spearman ranks the resampled data: the sort order,
+    where each distinct value starts in it, and per replicate each distinct value's weight and mid-rank
+    ((B, U) each)."""
     order = np.argsort(v, kind="stable")
     sv = v[order]
     starts = np.flatnonzero(np.r_[True, sv[1:] != sv[:-1]])
-    group_of = np.empty(len(v), dtype=np.int64)
-    group_of[order] = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(v)]))
-    G = np.add.reduceat(W[:, order], starts, axis=1)  # (B, U) weight of each distinct value
+    G = np.add.reduceat(W[:, order], starts, axis=1)
     mid = np.cumsum(G, axis=1) - G + (G + 1.0) / 2.0
-    return mid[:, group_of]
+    return order, starts, G, mid
 
 
 def _spearman(P, y, W):
+    """Pearson's r of the weighted mid-ranks. The weighted mean rank is (s + 1) / 2 whatever the ties (s:
+    the replicate's size) and a rank's second moment is a sum over distinct values, so only the cross
+    term needs the examples: one sort, one gather and one reduceat per run, which is what makes the
+    Multi-Bootstrap of a Spearman task affordable."""
     y = y.astype(np.float64)
-    if np.all(y == y[0]):
-        return np.zeros((len(P), len(W)))
-    ry = _weighted_ranks(y, W)
     out = np.zeros((len(P), len(W)))
+    if np.all(y == y[0]):
+        return out
+    s = W.sum(1)
+    m = (s + 1.0) / 2.0
+    order, starts, G, mid = _rank_groups(y, W)
+    group_of = np.empty(len(y), dtype=np.int64)
+    group_of[order] = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(y)]))
+    vy = (G * mid * mid).sum(1) / s - m * m
+    centred = W * (mid[:, group_of] - m[:, None])  # (B, N): w_i (rank_y,i - mean rank)
     for r, p in enumerate(P.astype(np.float64)):
         if np.all(p == p[0]):
             continue
-        out[r] = _weighted_pearson(_weighted_ranks(p, W)[None], ry, W)[0]
-    return out
+        order, starts, G, mid = _rank_groups(p, W)
+        vx = (G * mid * mid).sum(1) / s - m * m
+        cov = (np.add.reduceat(centred[:, order], starts, axis=1) * mid).sum(1) / s
+        den = np.sqrt(np.clip(vx, 0, None) * np.clip(vy, 0, None))
+        ok = den > 1e-9 * m * m  # every drawn value tied: undefined, 0 (as score/metrics.py)
+        out[r] = np.where(ok, cov / np.where(ok, den, 1.0), 0.0)
+    return 100.0 * np.clip(out, -1.0, 1.0)
 
 
 METRICS = {"accuracy": _accuracy, "f1": _f1, "mcc": _mcc, "pearson": _pearson, "spearman": _spearman}
@@ -276,37 +234,29 @@ def multibootstrap(tasks: list[TaskData], n_boot: int = 1000, seed: int = 0, *, 
     else:
         counts = {a: seed_counts(len(seeds[a]), n_boot, rng) for a in arms}
 
-    examples: dict = {None: {a: np.zeros(n_boot) for a in arms}}
-    seed_dev: dict = {None: {a: np.zeros(n_boot) for a in arms}}
-    s_only: dict = {None: {a: np.zeros(n_boot) for a in arms}}
     estimate: dict = {None: {a: 0.0 for a in arms}}
     per_seed: dict = {None: {a: {s: 0.0 for s in seeds[a]} for a in arms}}
+    deviation: dict = {None: {a: np.zeros((len(seeds[a]), n_boot)) for a in arms}}
     weights = {}
     for t in tasks:
         W = example_weights(len(t.labels), n_boot, rng) if t.labels is not None else None
         task_w = sum(t.metrics.values())
         weights[t.name] = task_w
-        for store in (examples, seed_dev, s_only):
-            store[t.name] = {a: np.zeros(n_boot) for a in arms}
         estimate[t.name] = {a: 0.0 for a in arms}
         per_seed[t.name] = {a: {s: 0.0 for s in seeds[a]} for a in arms}
+        deviation[t.name] = {a: np.zeros((len(seeds[a]), n_boot)) for a in arms}
         for metric, w in t.metrics.items():
             share = w / task_w if task_w else 0.0  # the metric's share of its task's number
             for a, (x, xf) in _seed_means(t, metric, arms, seeds, W, n_boot).items():
-                n = len(seeds[a])
-                C = counts[a]  # (B, n)
-                all_mean = x.mean(0)  # (B,)
-                dev = (C * x.T).sum(1) / n - all_mean
-                so = (C * xf).sum(1) / n
-                for store, val in ((examples, all_mean), (seed_dev, dev), (s_only, so)):
-                    store[t.name][a] += share * val
-                    store[None][a] += w * val
+                dev = x - xf[:, None]
+                deviation[t.name][a] += share * dev
+                deviation[None][a] += w * dev
                 estimate[t.name][a] += share * xf.mean()
                 estimate[None][a] += w * xf.mean()
                 for s, v in zip(seeds[a], xf):
                     per_seed[t.name][a][s] += share * v
                     per_seed[None][a][s] += w * v
-    return Replicates(arms, seeds, n_boot, paired, examples, seed_dev, s_only, estimate, per_seed, weights)
+    return Replicates(arms, seeds, n_boot, paired, estimate, per_seed, deviation, counts, weights)
 
 
 def _seed_means(t: TaskData, metric: str, arms: list, seeds: dict, W: np.ndarray | None, n_boot: int) -> dict:
@@ -334,18 +284,7 @@ def _seed_means(t: TaskData, metric: str, arms: list, seeds: dict, W: np.ndarray
     return out
 
 
-# ---- from replicates to statements --------------------------------------------------------------------
-
-
-def interval(samples: np.ndarray, level: float = 0.95) -> tuple[float, float]:
-    lo, hi = np.quantile(samples, [(1 - level) / 2, 1 - (1 - level) / 2])
-    return float(lo), float(hi)
-
-
-def p_value(diff_samples: np.ndarray) -> float:
-    """One-sided p for 'the difference is > 0': the share of replicates at or below 0, at least 1/B (a
-    bootstrap cannot estimate a smaller p)."""
-    return float(max(np.mean(diff_samples <= 0), 1.0 / len(diff_samples)))
+# ---- pairs of seeds ------------------------------------------------------------------------------------
 
 
 def probability_of_improvement(x: list[float], y: list[float]) -> float | None:
@@ -354,39 +293,3 @@ def probability_of_improvement(x: list[float], y: list[float]) -> float | None:
         return None
     X, Y = np.asarray(x)[:, None], np.asarray(y)[None, :]
     return float(np.mean((X > Y) + 0.5 * (X == Y)))
-
-
-def plan(diff: float, seeds_only: np.ndarray, examples_only: np.ndarray, n: int, *, power: float = 0.8,
-         max_seeds: int = 1000) -> dict:
-    """The design this difference needs. The replicate spreads split the standard error into a seed part
-    (shrinks as 1/sqrt(seeds)) and an example part (fixed by the dev sets); the 95% CI half-width with n'
-    seeds is sqrt((t(n'-1) SE_seed(n'))^2 + (z SE_examples)^2), and a true difference d is resolved with
-    probability `power` when d >= half-width x (z + z_power) / z. Returns the smallest detectable
-    difference of this design, and the seeds that would resolve |diff| (None: no number of seeds does on
-    these dev sets, the example part alone is too wide)."""
-    from scipy.special import ndtri, stdtrit
-
-    z_pow = float(ndtri(power))
-    se_ex = float(np.std(examples_only, ddof=1)) if len(examples_only) > 1 else 0.0
-    se_seed = float(np.std(seeds_only, ddof=1)) * math.sqrt(n / (n - 1)) if n > 1 else None
-
-    def half_width(k: int) -> float:
-        seed_part = 0.0 if se_seed is None else float(stdtrit(k - 1, 0.975)) * se_seed * math.sqrt(n / k)
-        return math.sqrt(seed_part ** 2 + (Z975 * se_ex) ** 2)
-
-    scale = (Z975 + z_pow) / Z975
-    out = {"power": power, "se_seed": se_seed, "se_examples": se_ex, "n_pretrain_seeds": n,
-           "detectable_difference": half_width(n) * scale if n > 1 else None, "seeds_needed": None,
-           "resolvable": None}
-    if se_seed is None:
-        return out
-    target = abs(diff)
-    if target <= Z975 * se_ex * scale:
-        out["resolvable"] = False
-        return out
-    for k in range(2, max_seeds + 1):
-        if half_width(k) * scale <= target:
-            out.update(seeds_needed=k, resolvable=True)
-            return out
-    out["resolvable"] = False
-    return out

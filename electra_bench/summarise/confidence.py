@@ -1,13 +1,15 @@
 """A protocol's statistics: the Multi-Bootstrap (summarise/bootstrap.py) over a run's stored scores and
 per-example predictions, turned into what the verdict, the crossover, the headline, the tables and the
-plots state. The method, in a page a user can follow, is in docs/results.md ("Statistics").
+plots state (each statement's interval: summarise/interval.py). The method, in a page a user can follow,
+is in docs/results.md ("Statistics").
 
-Per arm (the untrained encoder, every checkpoint of every objective): the suite score with a 95% CI. Per
-budget fraction where both objectives have a checkpoint: RTD - MLM with a 95% CI, a one-sided p-value
-(share of replicates <= 0) and rliable's probability of improvement P(RTD > MLM) (per task over pairs of
-pre-training seeds, then averaged over tasks); the same per task, and the suite mean leaving each task out,
-so that a difference carried by one task shows; and the design's plan (bootstrap.plan). Per checkpoint:
-each objective against the untrained encoder of the same pre-training seeds.
+Per arm (the untrained encoder, every checkpoint of every objective): the suite score with a 95% CI, and
+each task's. Per budget fraction where both objectives have a checkpoint: RTD - MLM with a 95% CI, a
+one-sided p-value, and P(RTD > MLM) over every pair of pre-training seeds on the suite score (beside it,
+under its own name, rliable's average over tasks of the same probability per task, which ignores by how
+much a task is won); the same per task, and the suite mean leaving each task out, so that a difference
+carried by one task shows; and the design's plan (summarise/plan.py). Per checkpoint: each objective
+against the untrained encoder of the same pre-training seeds.
 
 Without stored predictions (runs made before they were stored, and external rows) the same resampling runs
 over pre-training seeds only, the dev sets taken as exact: `method` says "seeds-only" and `note` says what
@@ -25,7 +27,8 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from . import bootstrap
+from . import bootstrap, interval, sequential
+from . import plan as plan_mod
 from ..store.predictions import PredictionStore
 from ..choices import OBJECTIVES, listing_order
 from ..units import fmt_flops
@@ -33,6 +36,8 @@ from ..units import fmt_flops
 N_BOOT = 1000
 BOOT_SEED = 0
 LEVEL = 0.95
+INTERVAL = ("the wider of the paired t over pre-training seeds and the Welch-Satterthwaite t over seeds and the "
+            "example noise the seeds share (summarise/interval.py)")
 TRAINED = OBJECTIVES
 LABELS = {"mlm": "MLM", "rtd": "RTD", "init": "untrained"}
 METHODS = ("multi-bootstrap", "seeds-only", "eval-seeds-only", "none")
@@ -175,41 +180,27 @@ def _eval_seeds_as_units(tasks: list[bootstrap.TaskData]) -> list[bootstrap.Task
 # ---- statements ---------------------------------------------------------------------------------------
 
 
-def _combo(reps: bootstrap.Replicates, task: str | None, coef: dict[str, float], tasks_w: dict | None = None):
-    """(estimate, examples part, seed part) of sum_a coef[a] x score(a) on `task` (None: the suite; with
-    `tasks_w` the suite re-weighted, e.g. leaving a task out)."""
-    def part(store):
-        if tasks_w is None:
-            return sum(c * store[task][a] for a, c in coef.items())
-        return sum(w * sum(c * store[t][a] for a, c in coef.items()) for t, w in tasks_w.items())
-    return part(reps.estimate), part(reps.examples), part(reps.seed_dev)
+def _statement(reps, task, coef, tasks_w=None) -> dict:
+    out = interval.statement(interval.split(reps, task, coef, tasks_w), LEVEL)
+    out["resolved"] = out["ci"][0] > 0 or out["ci"][1] < 0
+    return out
 
 
-def _statement(reps, task, coef, tasks_w=None, *, small_sample=True) -> dict:
-    est, ex, dev = _combo(reps, task, coef, tasks_w)
-    t = bootstrap.t_interval(np.asarray(ex, float), np.asarray(dev, float), float(est),
-                             bootstrap.seed_df(reps, list(coef)), LEVEL, small_sample)
-    return {"estimate": float(est), "ci": t["ci"], "p_value": t["p_value"], "se": t["se"]}
-
-
-def _public(d: dict) -> dict:
-    return {k: v for k, v in d.items() if not k.startswith("_")}
-
-
-def _difference(reps, a: str, b: str, tasks: list[str], n: int) -> dict:
+def _difference(reps, a: str, b: str, tasks: list[str]) -> dict:
     coef = {a: 1.0, b: -1.0}
     out = _statement(reps, None, coef)
-    out["resolved"] = out["ci"][0] > 0 or out["ci"][1] < 0
+    # over pairs of pre-training seeds: with one seed of either, one pair is no probability
+    pairs = min(len(reps.seeds[a]), len(reps.seeds[b])) > 1
+    pi = lambda t: bootstrap.probability_of_improvement(  # noqa: E731
+        [reps.per_seed[t][a][k] for k in reps.seeds[a]], [reps.per_seed[t][b][k] for k in reps.seeds[b]]) if pairs else None
+    out["prob_improvement"] = pi(None)
     out["per_task"] = {}
     for t in tasks:
         s = _statement(reps, t, coef)
-        s["resolved"] = s["ci"][0] > 0 or s["ci"][1] < 0
-        x = [reps.per_seed[t][a][k] for k in reps.seeds[a]]
-        y = [reps.per_seed[t][b][k] for k in reps.seeds[b]]
-        s["prob_improvement"] = bootstrap.probability_of_improvement(x, y)
-        out["per_task"][t] = _public(s)
+        s["prob_improvement"] = pi(t)
+        out["per_task"][t] = s
     pis = [v["prob_improvement"] for v in out["per_task"].values() if v["prob_improvement"] is not None]
-    out["prob_improvement"] = float(np.mean(pis)) if pis else None
+    out["rliable_prob_improvement"] = float(np.mean(pis)) if pis else None
     out["leave_one_out"] = {}
     if len(tasks) > 2:
         w = {t: reps.weights.get(t, 0.0) for t in tasks}
@@ -217,19 +208,16 @@ def _difference(reps, a: str, b: str, tasks: list[str], n: int) -> dict:
             rest = {k: v for k, v in w.items() if k != t}
             total = sum(rest.values())
             if total > 0:
-                s = _statement(reps, None, coef, {k: v / total for k, v in rest.items()})
-                s["resolved"] = s["ci"][0] > 0 or s["ci"][1] < 0
-                out["leave_one_out"][t] = _public(s)
-    so = sum(c * reps.seeds_only[None][x] for x, c in coef.items())
-    ex = sum(c * reps.examples[None][x] for x, c in coef.items())
-    out["plan"] = bootstrap.plan(out["estimate"], so, ex, n)
+                out["leave_one_out"][t] = _statement(reps, None, coef, {k: v / total for k, v in rest.items()})
+    out["plan"] = plan_mod.plan(out["estimate"], interval.split(reps, None, coef))
     return out
 
 
 def compute(run, rows: pd.DataFrame, scorer, points: list[dict], *, n_boot: int = N_BOOT,
-            seed: int = BOOT_SEED) -> dict:
+            seed: int = BOOT_SEED, sequential_design: Mapping[str, Any] | None = None) -> dict:
     """The protocol's statistics block (module docstring). `rows`: its score rows (one protocol, one FLOP
-    convention); `points`: the summary's points (for FLOPs)."""
+    convention); `points`: the summary's points (for FLOPs); `sequential_design`: a run made with
+    --until-resolved has its looks (summarise/sequential.py) at the final checkpoint under `sequential`."""
     t0 = time.perf_counter()
     tasks = sorted(rows["task"].unique())
     task_metrics = {t: sorted(rows.loc[rows["task"] == t, "metric"].unique()) for t in tasks}
@@ -237,7 +225,7 @@ def compute(run, rows: pd.DataFrame, scorer, points: list[dict], *, n_boot: int 
     arms, seeds = _arms_and_seeds(rows, weights)
     flops = {arm_key(p["objective"], p["fraction"]): p["train_flops"] for p in points}
     n_eval = int(rows["seed"].nunique())
-    base = {"level": LEVEL, "n_boot": n_boot, "seed": seed, "small_sample_correction": True,
+    base = {"level": LEVEL, "n_boot": n_boot, "seed": seed, "interval": INTERVAL,
             "n_eval_seeds": n_eval, "weights": weights}
     if not arms or not weights:
         return {**base, "method": "none", "note": "nothing to resample", "points": [], "differences": [],
@@ -264,6 +252,10 @@ def compute(run, rows: pd.DataFrame, scorer, points: list[dict], *, n_boot: int 
            "points": [], "differences": [], "vs_untrained": []}
     _statements(out, reps, arms, tasks, flops)
     out["headline"] = _headline_ci(reps, arms, flops)
+    if sequential_design and out["differences"] and out["unit"] == "pre-training seeds":
+        f = out["differences"][-1]["fraction"]
+        out["sequential"] = {"fraction": f, **sequential.looks(reps, {arm_key("rtd", f): 1.0, arm_key("mlm", f): -1.0},
+                                                              sequential_design)}
     out["cost_s"] = time.perf_counter() - t0
     return out
 
@@ -284,12 +276,15 @@ def _statements(out: dict, reps, arms, tasks, flops) -> None:
     """Fill `out`'s points (each arm), differences (RTD - MLM at each shared fraction) and vs_untrained."""
     for o, f in arms:
         a = arm_key(o, f)
-        s = _public(_statement(reps, None, {a: 1.0}))
+        s = _statement(reps, None, {a: 1.0})
+        del s["resolved"]
+        s["per_task"] = {t: {k: v for k, v in _statement(reps, t, {a: 1.0}).items() if k in ("estimate", "ci")}
+                         for t in tasks}
         out["points"].append({"objective": o, "fraction": f, "train_flops": flops.get(a), "arm": a, **s})
     fractions = sorted({f for o, f in arms if o == "mlm"} & {f for o, f in arms if o == "rtd"})
     for f in fractions:
         a, b = arm_key("rtd", f), arm_key("mlm", f)
-        d = _difference(reps, a, b, tasks, min(len(reps.seeds[a]), len(reps.seeds[b])))
+        d = _difference(reps, a, b, tasks)
         ff = [flops.get(a), flops.get(b)]
         out["differences"].append({"a": "rtd", "b": "mlm", "fraction": f,
                                    "train_flops": math.sqrt(ff[0] * ff[1]) if all(ff) else (ff[0] or ff[1]),
@@ -299,8 +294,7 @@ def _statements(out: dict, reps, arms, tasks, flops) -> None:
         for o, f in arms:
             if o in TRAINED:
                 a = arm_key(o, f)
-                s = _public(_statement(reps, None, {a: 1.0, init: -1.0}))
-                s["resolved"] = s["ci"][0] > 0 or s["ci"][1] < 0
+                s = _statement(reps, None, {a: 1.0, init: -1.0})
                 out["vs_untrained"].append({"objective": o, "fraction": f, "train_flops": flops.get(a), **s})
 
 
@@ -333,9 +327,7 @@ def _headline_ci(reps, arms, flops) -> dict:
             continue
         rf = arm_key(ref, ref_final)
         ref_flops = flops.get(rf)
-        df = bootstrap.seed_df(reps, own + [rf])
-        sample = {a: bootstrap.corrected(reps.examples[None][a], reps.seed_dev[None][a], reps.estimate[None][a], df)
-                  for a in own + [rf]}
+        sample = {a: interval.replicates(reps, a, LEVEL) for a in own + [rf]}
         xs = [0.0 if a.startswith("init") else flops.get(a) for a in own]
         if ref_flops is None or any(x is None for x in xs):
             continue
@@ -373,13 +365,18 @@ def fmt_ci(ci: list[float], digits: int = 1) -> str:
 
 
 def fmt_p(p: float) -> str:
-    return f"{p:.3f}" if p >= 0.001 else f"< 0.001"
+    """'p = 0.054' or 'p < 0.001'."""
+    return f"p = {p:.3f}" if p >= 0.001 else "p < 0.001"
 
 
-def difference_text(d: Mapping[str, Any], what: str = "RTD - MLM") -> str:
-    text = f"{what} = {d['estimate']:+.1f}, 95% CI {fmt_ci(d['ci'])}, p = {fmt_p(d['p_value'])}"
+def difference_text(d: Mapping[str, Any], what: str = "RTD - MLM", unit: str = "pre-training seeds") -> str:
+    """The difference with its CI and p-value, and the probability of improvement on the same (suite)
+    score; rliable's per-task average, which ignores by how much a task is won, only under its own name."""
+    text = f"{what} = {d['estimate']:+.1f}, 95% CI {fmt_ci(d['ci'])}, {fmt_p(d['p_value'])}"
     if d.get("prob_improvement") is not None:
-        text += f", P(RTD > MLM) = {d['prob_improvement']:.2f}"
+        text += f", P(RTD > MLM) = {d['prob_improvement']:.2f} over pairs of {unit}"
+        if d.get("rliable_prob_improvement") is not None:
+            text += f" (rliable's per-task average: {d['rliable_prob_improvement']:.2f})"
     return text
 
 
@@ -387,7 +384,7 @@ def plan_text(d: Mapping[str, Any], unit: str = "pre-training seeds") -> str:
     """What the design can detect and the seeds that would resolve the measured difference."""
     p = d["plan"]
     if p.get("detectable_difference") is None:
-        return f"one of the {unit}: their noise is unknown, so no plan"
+        return f"one {unit[:-1]}: the seeds' noise is unknown, so no plan"
     text = (f"this design ({p['n_pretrain_seeds']} {unit}) detects differences of "
             f"{p['detectable_difference']:.1f} or more (80% power)")
     if d["resolved"]:

@@ -14,7 +14,9 @@ from typing import Any, Mapping
 
 from ..errors import BenchError
 
-SUMMARY_SCHEMA = 3  # 3: statistics (Multi-Bootstrap), the CI verdict and crossover; 2: pre-training seeds
+# 4: each noise source counted once in the intervals, the score one mean, the suite-level probability of
+# improvement; 3: statistics (Multi-Bootstrap), the CI verdict and crossover; 2: pre-training seeds
+SUMMARY_SCHEMA = 4
 
 
 VERDICT_KINDS = ("not_learned", "incomplete", "too_small", "no_noise", "ranked", "not_resolved")
@@ -31,7 +33,8 @@ class Verdict:
     difference: float | None = None  # RTD - MLM at the final checkpoint
     ci: list[float] | None = None
     p_value: float | None = None
-    prob_improvement: float | None = None
+    prob_improvement: float | None = None  # P(RTD > MLM) over pairs of pre-training seeds, suite score
+    rliable_prob_improvement: float | None = None  # rliable's: the same per task, averaged over tasks
     band: float | None = None  # descriptive: the larger range over seeds of the two final points
     separated: bool = False  # exactly when kind == "ranked"
     better: str | None = None
@@ -41,6 +44,7 @@ class Verdict:
     plan: dict | None = None
     carried_by: list[str] = field(default_factory=list)
     verdict: str | None = None  # the sentence reports print
+    sequential: dict | None = None  # compare --until-resolved: the looks taken and the boundary (summarise/sequential.py)
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)

@@ -1,37 +1,32 @@
-"""From scores.jsonl to summary.json: per-checkpoint medians, the aggregate score, the compute headline,
-and whether the differences exceed the fine-tuning seed noise. The schema is in docs/results.md.
+"""From scores.jsonl to summary.json: per-checkpoint scores, the compute headline, the statistics
+(summarise/confidence.py) and the verdict they give. The schema is in docs/results.md.
 
 Points. A point is one (objective, fraction) -- a pre-training checkpoint -- plus the untrained encoder
-("init", 0 FLOPs), which starts both curves. Per point and task: the median over seeds of every metric;
-the aggregate score is computed from those per-task medians (the paper reports medians of fine-tuning
-runs), and separately per seed, whose min/max/std across seeds is the point's seed spread.
+("init", 0 FLOPs), which starts both curves.
 
-Aggregate. If the suite's tasks are all GLUE tasks and include every task of the chosen GLUE
-convention (default "electra"), the GLUE score in that convention; otherwise the suite mean (mean over
-tasks of each task's primary metric, see glue_score.primary_metric).
+The score (one definition, SCORE_DEFINITION, used by the table, the plots and the text alike, and what the
+statistics estimate): each run's metric on the dev set, averaged over the evaluation seeds of a
+pre-training seed, then over pre-training seeds; the suite score is the suite's aggregate of those per-task
+means. The aggregate is the GLUE score in the chosen convention (default "electra") when the suite's tasks
+are GLUE tasks covering it, otherwise the suite mean (mean over tasks of each task's primary metric, see
+glue_score.primary_metric); either is linear in the task metrics, so it is also the mean of each run's
+aggregate. A point's band (its descriptive spread) is the range of its pre-training seeds' scores, or of
+its evaluation seeds' with one pre-training seed: the variation a rerun would show. Per task the median,
+min and max over every run are kept beside the mean, as description.
 
 Headline. "RTD reaches MLM's final score with X% of its compute": walk RTD's curve (init, then its
-checkpoints by FLOPs) to the first segment that reaches MLM's final (largest-fraction) median score and
+checkpoints by FLOPs) to the first segment that reaches MLM's final (largest-fraction) score and
 interpolate inside it -- linearly in FLOPs on the segment from init (0 FLOPs, where log is undefined),
 linearly in log FLOPs between checkpoints. X = those FLOPs / MLM's final FLOPs. If RTD's first point
 already reaches it and that point is a checkpoint, X is an upper bound ("at_most"); if it is the
-untrained encoder (0 FLOPs), there is no share to report ("untrained", percent null: MLM's pre-training
-did not improve on its starting point); if no point reaches it, "not reached". The same with MLM and RTD
-swapped.
+untrained encoder (0 FLOPs), there is no share to report ("untrained", percent null: on the downstream
+tasks MLM's pre-training has not improved on its starting point, whatever its held-out diagnostics say);
+if no point reaches it, "not reached". The same with MLM and RTD swapped.
 
-Pre-training seeds. When a point was pre-trained with several seeds (the untrained point: one
-initialisation per seed), its score is the mean over pre-training seeds of each seed's aggregate
-(itself from medians over evaluation seeds), and its band is the range over pre-training seeds:
-the variation a rerun of pre-training would show. With one pre-training seed the band is the range
-over evaluation seeds, as before.
-
-Noise rule (documented in docs/results.md). A point's band is its range (above; points with fewer than
-2 seeds have none). Two points differ beyond noise when |difference of their scores| > the larger of
-their bands. An objective beats the untrained encoder when its final point exceeds init by more than
-that.
-
-Crossover. Where RTD's curve passes MLM's (and the untrained encoder's) beyond the band and stays ahead,
-with its range over seeds: reporting/crossover.py, one block per protocol.
+Verdict and crossover. RTD - MLM at the final checkpoint is ranked when its 95% CI (confidence.py)
+excludes 0 (with compare --until-resolved, when the sequential boundary of the look is crossed:
+sequential.py); an objective beats the untrained encoder when its CI against it is above 0; the crossover
+is where the CI of the difference is above 0 from one checkpoint on (confidence.crossover_from_ci).
 
 Learning. Before ranking, the verdict reads each pre-training run's learning diagnostics
 (summarise/learning.py): if any run of an objective did not learn, the verdict says so and does not
@@ -52,13 +47,14 @@ import pandas as pd
 from ..store import atomic_io
 from ..errors import BenchError, at
 from ..score import glue_score
-from . import confidence, learning, references
+from . import confidence, learning, references, sequential
 from ..choices import FLOP_CONVENTIONS, OBJECTIVES, PROTOCOLS, listing_order
 from .records import SUMMARY_SCHEMA, VERDICT_KINDS, Summary, Verdict
 from ..store.runs import RunDir
 from ..units import fmt_flops
 
 SCHEMA_VERSION = SUMMARY_SCHEMA
+SCORE_DEFINITION = "each run's score averaged over evaluation seeds, then over pre-training seeds"
 TRAINED = OBJECTIVES
 LABELS = {"mlm": "MLM", "rtd": "RTD", "init": "untrained"}
 
@@ -112,19 +108,29 @@ class _Scorer:
         return glue_score.suite_score_detail(task_metrics, primaries, partial=partial)
 
 
+def _means(rows: pd.DataFrame) -> dict[str, dict[str, float]]:
+    """Per (task, metric): the mean over evaluation seeds inside each pre-training seed, then over
+    pre-training seeds (SCORE_DEFINITION; what the statistics estimate)."""
+    if "pretrain_seed" in rows:
+        m = rows.groupby(["task", "metric", "pretrain_seed"])["value"].mean().groupby(level=[0, 1]).mean()
+    else:
+        m = rows.groupby(["task", "metric"])["value"].mean()
+    out: dict[str, dict[str, float]] = {}
+    for (task, metric), v in m.items():
+        out.setdefault(task, {})[metric] = float(v)
+    return out
+
+
 def _complete_aggregate(rows: pd.DataFrame, scorer: _Scorer) -> float | None:
-    """The aggregate of these rows' per-(task, metric) medians; None when a task is missing."""
-    medians: dict[str, dict[str, float]] = {}
-    for (task, metric), v in rows.groupby(["task", "metric"])["value"].median().items():
-        medians.setdefault(task, {})[metric] = float(v)
-    detail = scorer(medians, partial=True)
+    """The aggregate of these rows' per-(task, metric) means; None when a task is missing."""
+    detail = scorer(_means(rows), partial=True)
     return None if detail.missing or not detail.per_task else detail.value
 
 
 def _point(objective: str, fraction: float, rows: pd.DataFrame, scorer: _Scorer) -> dict:
     seeds = sorted(int(s) for s in rows["seed"].unique())
-    tasks, medians = _task_entries(rows, scorer)
-    aggregate = scorer(medians, partial=True)
+    tasks, means = _task_entries(rows, scorer)
+    aggregate = scorer(means, partial=True)
     per_seed: dict[str, float] = {}
     incomplete: list[int] = []
     for seed in seeds:
@@ -175,23 +181,23 @@ def _point(objective: str, fraction: float, rows: pd.DataFrame, scorer: _Scorer)
 
 
 def _task_entries(rows: pd.DataFrame, scorer: _Scorer) -> tuple[dict[str, dict], dict[str, dict[str, float]]]:
-    """Per task: its metrics' statistics over the rows with the primary metric's on top, and the metrics'
-    medians (what the suite score is taken over)."""
+    """Per task: its metrics' statistics over the rows with the primary metric's on top (`mean` is the
+    score's definition; median, min, max and std are over every run, descriptive), and the metrics' means
+    (what the suite score is taken over)."""
     tasks: dict[str, dict] = {}
-    medians: dict[str, dict[str, float]] = {}
+    means = _means(rows)
     for task, trows in rows.groupby("task", sort=True):
         metrics = {}
         for metric, mrows in trows.groupby("metric", sort=True):
-            metrics[metric] = _stats(mrows["value"].tolist())
-        medians[task] = {m: s["median"] for m, s in metrics.items()}
-        primary = scorer.primary(task, medians[task])
+            metrics[metric] = {**_stats(mrows["value"].tolist()), "mean": means[task][metric]}
+        primary = scorer.primary(task, means[task])
         entry = {"primary_metric": primary, "metrics": metrics}
         if primary in metrics:
-            entry.update({k: metrics[primary][k] for k in ("median", "min", "max", "std", "n")})
+            entry.update({k: metrics[primary][k] for k in ("mean", "median", "min", "max", "std", "n")})
         else:
-            entry.update({"median": None, "min": None, "max": None, "std": None, "n": 0})
+            entry.update({"mean": None, "median": None, "min": None, "max": None, "std": None, "n": 0})
         tasks[task] = entry
-    return tasks, medians
+    return tasks, means
 
 
 def reference_points(rows: pd.DataFrame, scorer: _Scorer) -> list[dict]:
@@ -290,8 +296,8 @@ def _reach(points: list[dict], who: str, reference: str, convention: str) -> dic
         # 0% would read as "RTD needs none of MLM's compute"; it means the shared starting point (the
         # untrained encoder) already scores as high as the reference's final checkpoint: no share to report
         out.update(bound="untrained", fraction_of_reference_compute=None, percent=None)
-        out["text"] = (f"The untrained encoder already reaches {R}'s final score ({target:.1f}): "
-                       f"{R}'s pre-training did not improve on it")
+        out["text"] = (f"The untrained encoder already reaches {R}'s final score ({target:.1f}): on the downstream "
+                       f"tasks, {R}'s pre-training has not improved on its starting point")
     return out
 
 
@@ -320,8 +326,21 @@ def noise_verdict(points: list[dict], stats: Mapping[str, Any], learning_block: 
     if diff is not None:
         n = min(stats["n_pretrain_seeds"].get(f"rtd@{diff['fraction']:.4f}", 0),
                 stats["n_pretrain_seeds"].get(f"mlm@{diff['fraction']:.4f}", 0))
+        seq = stats.get("sequential")
+        if seq is not None and abs(seq["fraction"] - diff["fraction"]) < 1e-9:
+            # --until-resolved: the decision is the sequential test's, at the look where it stopped (or the
+            # last one taken), whose interval is wider than 95% so that every look together errs 5%
+            look = seq["looks"][seq["deciding"] if seq["stopped"] else -1] if seq["looks"] else None
+            diff = {**diff, "leave_one_out": {}, "resolved": bool(look and look["resolved"])}
+            if look is not None:
+                diff.update(estimate=look["estimate"], ci=look["ci"], p_value=look["p_value"])
+                n = look["n_pretrain_seeds"]
+            out["sequential"] = seq
+            out["rule"] = ("ranked when RTD - MLM at the final checkpoint crosses the group-sequential boundary of "
+                           "compare --until-resolved (docs/results.md, Seeds until resolved)")
         out.update(difference=diff["estimate"], ci=diff["ci"], p_value=diff["p_value"],
-                   prob_improvement=diff.get("prob_improvement"), plan=diff["plan"], n_pretrain_seeds=n)
+                   prob_improvement=diff.get("prob_improvement"),
+                   rliable_prob_improvement=diff.get("rliable_prob_improvement"), plan=diff["plan"], n_pretrain_seeds=n)
     for o, p in usable.items():
         vs = next((v for v in stats.get("vs_untrained", []) if v["objective"] == o
                    and abs(v["fraction"] - p["fraction"]) < 1e-9), None)
@@ -361,6 +380,12 @@ def _decide(out: dict, usable: dict, diff: dict | None, stats: Mapping[str, Any]
         out["better"] = "rtd" if diff["estimate"] > 0 else "mlm"
         other = "mlm" if out["better"] == "rtd" else "rtd"
         out["verdict"] = f"{LABELS[out['better']]} ahead of {LABELS[other]} (95% CI of the difference excludes 0)"
+        if out["sequential"]:
+            seq = out["sequential"]
+            level = sequential.fmt_level(seq["looks"][seq["deciding"]]["level"])
+            out["verdict"] = (f"{LABELS[out['better']]} ahead of {LABELS[other]} (crossed the sequential boundary at "
+                              f"look {seq['deciding'] + 1} of at most {seq['planned']}: the {level} CI of the "
+                              f"difference excludes 0)")
         out["carried_by"] = sorted(t for t, loo in diff.get("leave_one_out", {}).items()
                                    if not (loo["resolved"] and (loo["estimate"] > 0) == (diff["estimate"] > 0)))
         if out["carried_by"]:  # a lead that rests on one task says so
@@ -372,6 +397,12 @@ def _decide(out: dict, usable: dict, diff: dict | None, stats: Mapping[str, Any]
     else:
         out["kind"] = "not_resolved"
         out["verdict"] = f"not resolved with {out['n_pretrain_seeds']} {stats.get('unit', 'pre-training seeds')}"
+        seq = out["sequential"]
+        if seq and seq["finished"]:
+            out["verdict"] += f", the maximum (sequential: {seq['taken']} looks, boundary not crossed)"
+        elif seq:
+            out["verdict"] = (f"not resolved yet: look {seq['taken']} of at most {seq['planned']} "
+                              f"({out['n_pretrain_seeds']} pre-training seeds; compare --until-resolved adds seeds)")
 
 
 HEADLINE_BOUNDS = ("exact", "interpolated", "at_most", "untrained", "not_reached")
@@ -439,6 +470,7 @@ def _block_violations(block: Mapping[str, Any], learning_block: Mapping[str, Any
         for task, t in p["tasks"].items():
             if t.get("min") is not None:
                 need(t["min"] <= t["median"] <= t["max"], f"{where}: {task} median outside [min, max]")
+                need(t["min"] - 1e-9 <= t["mean"] <= t["max"] + 1e-9, f"{where}: {task} mean outside [min, max]")
     for o in TRAINED:
         fp = final_point(points, o)
         need(block["final"].get(o) == (fp["fraction"] if fp else None), f"final.{o} is not its largest fraction")
@@ -644,7 +676,7 @@ def build_summary(run: RunDir, task_specs: Mapping[str, Any] | None = None, conv
     ref_rows = references.stored(run)
     present = [p for p in PROTOCOLS if p in set(df["protocol"])]
     protocols = {protocol: _protocol_block(run, df[df["protocol"] == protocol], scorer, convention, learning_block,
-                                           ref_rows[ref_rows["protocol"] == protocol])
+                                           ref_rows[ref_rows["protocol"] == protocol], config.get("until_resolved"))
                  for protocol in present}
     main = "finetune" if "finetune" in protocols else present[0]
     return Summary(
@@ -689,12 +721,13 @@ def _learning_block(run: RunDir) -> dict:
 
 
 def _protocol_block(run: RunDir, prows: pd.DataFrame, scorer: _Scorer, convention: str, learning_block: dict,
-                    ref_rows: pd.DataFrame) -> dict:
-    """One protocol's points, curves, headline, statistics, verdict and crossover (docs/results.md)."""
+                    ref_rows: pd.DataFrame, sequential_design: Mapping[str, Any] | None = None) -> dict:
+    """One protocol's points, curves, headline, statistics, verdict and crossover (docs/results.md);
+    `sequential_design`: the run's --until-resolved design (config.json's `until_resolved`)."""
     points = [_point(objective, fraction, rows, scorer)
               for (objective, fraction), rows in prows.groupby(["objective", "fraction"], sort=False)]
     points.sort(key=lambda p: (listing_order(p["objective"]), p["fraction"]))
-    stats = confidence.compute(run, prows, scorer, points)
+    stats = confidence.compute(run, prows, scorer, points, sequential_design=sequential_design)
     block = {
         "tasks": sorted(prows["task"].unique()),
         "points": points,
@@ -712,6 +745,16 @@ def _protocol_block(run: RunDir, prows: pd.DataFrame, scorer: _Scorer, conventio
     if refs:  # left out when there are none: summaries made before references existed stay as they were
         block["references"] = refs
     return block
+
+
+def seeds_phrase(block: Mapping[str, Any]) -> str:
+    """How a point's score is made (SCORE_DEFINITION), with this protocol block's seed counts: what the
+    report's Score note, the score plot's axis and the tasks plot say."""
+    n = max((p["score"]["n_seeds"] for p in block["points"]), default=0)
+    n_pre = max((p["score"].get("n_pretrain_seeds", 1) for p in block["points"]), default=1)
+    if n_pre > 1:
+        return f"mean over {n} evaluation seeds, then over {n_pre} pre-training seeds"
+    return f"mean over {n} evaluation seed{'s' if n != 1 else ''}"
 
 
 def headline_lines(summary: Mapping[str, Any], protocol: str | None = None) -> list[str]:
@@ -739,14 +782,23 @@ def headline_lines(summary: Mapping[str, Any], protocol: str | None = None) -> l
             lines.append(f"{LABELS[o]} does not beat the untrained encoder (95% CI of {LABELS[o]} - untrained: "
                          f"{confidence.fmt_ci(b['ci'])}, estimate {b['difference']:+.1f})")
     lines += verdict.get("not_learned", [])
-    if verdict.get("verdict"):
+    seq = verdict.get("sequential")
+    if verdict.get("verdict") and seq:
+        line = f"Verdict: {verdict['verdict']}"
+        if verdict.get("difference") is not None and seq["looks"]:
+            level = seq["looks"][seq["deciding"] if seq["stopped"] else -1]["level"]
+            line += (f" (RTD - MLM = {verdict['difference']:+.1f}, {sequential.fmt_level(level)} CI "
+                     f"{confidence.fmt_ci(verdict['ci'])}, {confidence.fmt_p(verdict['p_value'])})")
+        lines += [line, sequential.text(seq)]
+    elif verdict.get("verdict"):
         line = f"Verdict: {verdict['verdict']}"
         diff = next((d for d in stats.get("differences", []) if verdict.get("difference") is not None
                      and d["estimate"] == verdict["difference"]), None)
         if diff is not None:
-            line += f" ({confidence.difference_text(diff)})"
+            line += f" ({confidence.difference_text(diff, unit=stats.get('unit', 'pre-training seeds'))})"
             if verdict["kind"] == "ranked":
-                line += f"; {verdict['n_pretrain_seeds']} {stats.get('unit', 'pre-training seeds')}"
+                n, unit = verdict["n_pretrain_seeds"], stats.get("unit", "pre-training seeds")
+                line += f"; {n} {unit[:-1] if n == 1 else unit}"
         lines.append(line)
         if diff is not None and verdict["kind"] in ("ranked", "not_resolved"):
             lines.append(f"Plan: {confidence.plan_text(diff, stats.get('unit', 'pre-training seeds'))}")
@@ -782,7 +834,10 @@ def learning_lines(summary: Mapping[str, Any]) -> list[str]:
             parts.append(f"token cosine {m['token_cosine']:.2f}")
         n = len(block[o]["runs"])
         status = "learned" if block[o]["learned"] else "DID NOT LEARN"
-        lines.append(f"Learning: {LABELS[o]} {status} ({n} pre-training seed{'s' if n != 1 else ''}; "
+        # "held-out": these say whether pre-training learned its own task, not what it does downstream,
+        # which the headline and verdict lines judge (the two can differ)
+        lines.append(f"Learning (held-out pre-training diagnostics): {LABELS[o]} {status} "
+                     f"({n} pre-training seed{'s' if n != 1 else ''}; "
                      f"mean at the end: {', '.join(parts)})")
     return lines
 
