@@ -218,7 +218,8 @@ MODEL_SECTION = "Model and objective (default: the preset's)"
 # compare, ablate and sweep list their options in these groups, in this order (the rest: MODEL_SECTION, the
 # preset overrides; then --help); one flat list of 45 options hid what a newcomer looks for
 SECTIONS = {
-    "Budget": ("preset", "budget", "quick", "long_mode", "yes", "convention", "allow_long_schedule"),
+    "Budget": ("preset", "budget", "quick", "long_mode", "yes", "convention", "allow_long_schedule",
+               "until_resolved", "max_pretrain_seeds"),
     "What is compared and scored": ("objectives", "generator_sizes", "references", "corpus", "source", "tasks",
                                     "seeds", "pretrain_seeds", "protocol"),
     "Where it runs": ("device", "jobs", "threads", "devices", "gpus_per_run", "engine", "device_kind"),
@@ -373,7 +374,7 @@ def signal(seq_len, mask_prob, vocab_size, as_json):
 
 LONG_SCHEDULE_OPTION = click.option(
     "--allow-long-schedule", is_flag=True,
-    help="Allow a budget beyond 1000x the paper's full schedule (usually a slip of the exponent).")
+    help="Allow over 1000x the paper's full schedule.")
 
 
 def experiment_options(fn):
@@ -560,19 +561,18 @@ def export(source, out_dir, objective, seed, fraction, overwrite, as_json):
 @main.command(cls=_Sectioned)
 @click.option("--preset", default=None, help="Default: tiny (the embedded CPU default).")
 @click.option("--budget", default=None,
-              help="Per-objective FLOPs (1.2e13), or a percentage: a share of the paper's full schedule for the "
-                   "preset, not of the default budget (150% of tiny is 16x it). Default: the mode's.")
-@click.option("--quick", is_flag=True, help="The same path at a sixth of the default budget, with smaller probes (for CI; wall times: README).")
-@click.option("--long", "long_mode", is_flag=True, help="The long CPU mode: 5x the default budget (about an hour on 2 idle cores; README).")
-@click.option("--yes", is_flag=True, help="Start a budget above 4x the mode's default on a CPU without asking.")
+              help="FLOPs per objective (1.2e13; default: the mode's) or a percentage: a share of the paper's "
+                   "full schedule for the preset, not of the default budget.")
+@click.option("--quick", is_flag=True, help="1/6 of the default budget, smaller probes (CI).")
+@click.option("--long", "long_mode", is_flag=True, help="5x the default budget (an hour on 2 idle cores).")
+@click.option("--yes", is_flag=True, help="Start over 4x the default budget on a CPU unasked.")
 @click.option("--reference", "references", multiple=True, metavar="LABEL=SOURCE[@FLOPS]",
               help=REFERENCE_HELP)
 @click.option("--until-resolved", is_flag=True,
-              help="Add pre-training seeds, a batch of --pretrain-seeds at a time, until RTD - MLM at the final "
-                   "checkpoint is resolved or --max-pretrain-seeds is reached; a group-sequential boundary keeps "
-                   "the overall error at 5% however many looks (docs/results.md). Rerun to resume.")
+              help="Add --pretrain-seeds seeds at a time until RTD - MLM resolves; 5% error over all looks "
+                   "(docs/results.md).")
 @click.option("--max-pretrain-seeds", type=POSITIVE_INT, default=None,
-              help="With --until-resolved: the most pre-training seeds per objective (default 8).")
+              help="--until-resolved's limit per objective (default 8).")
 @experiment_options
 @override_options
 def compare(preset, budget, quick, long_mode, yes, references, until_resolved, max_pretrain_seeds, convention, corpus,

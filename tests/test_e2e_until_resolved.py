@@ -36,8 +36,11 @@ def test_until_resolved_adds_seeds_look_by_look_and_resumes(tmp_path):
         assert sorted(p.name for p in (run / "pretrain" / objective).iterdir()) == [f"seed-{k}" for k in range(taken[-1])]
     report = (run / "report.txt").read_text()
     assert f"Sequential (compare --until-resolved): {len(taken)} look" in report and "O'Brien-Fleming" in report
-    if not seq["stopped"]:
-        assert "not resolved with 3 pre-training seeds, the maximum" in summary["verdict"]["verdict"]
+    if not seq["stopped"]:  # the quick budget on one task may leave both at the untrained encoder: that comes first
+        verdict = summary["verdict"]
+        assert verdict["kind"] in ("not_resolved", "too_small"), verdict
+        if verdict["kind"] == "not_resolved":
+            assert "not resolved with 3 pre-training seeds, the maximum" in verdict["verdict"]
         assert "adding pre-training seeds up to 3 per objective" not in proc.stdout  # --quiet
 
     # the same command again: nothing left to do, the same decision
