@@ -21,6 +21,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
+from .data.suite import SUITES
 from .choices import ALL_OBJECTIVES, DEVICE_KINDS, EMBEDDING_SHARING, ENGINES, FLOP_CONVENTIONS, PRECISIONS, PROTOCOLS
 from .errors import BenchError, Terminated
 from .present.text_formats import FORMATS
@@ -110,7 +111,9 @@ def _check_data_paths(corpus: str | None, source: str | None) -> None:
         from .data.corpus import open_corpus
 
         open_corpus(corpus)
-    if source is not None and not str(source).startswith("hf:") and str(source) != "suite":
+    from .data.suite import is_suite_name
+
+    if source is not None and not str(source).startswith("hf:") and str(source) != "suite" and not is_suite_name(source):
         from .data.task_sources import check_source
 
         check_source(source)
@@ -220,7 +223,7 @@ MODEL_SECTION = "Model and objective (default: the preset's)"
 SECTIONS = {
     "Budget": ("preset", "budget", "quick", "long_mode", "yes", "convention", "allow_long_schedule",
                "until_resolved", "max_pretrain_seeds"),
-    "What is compared and scored": ("objectives", "generator_sizes", "references", "corpus", "source", "tasks",
+    "What is compared and scored": ("objectives", "generator_sizes", "references", "corpus", "suite", "source", "tasks",
                                     "seeds", "pretrain_seeds", "protocol"),
     "Where it runs": ("device", "jobs", "threads", "devices", "gpus_per_run", "engine", "device_kind"),
     "Output": ("root", "run_id", "dry_run", "quiet", "as_json"),
@@ -384,8 +387,10 @@ def experiment_options(fn):
                      help=CONVENTION_HELP),
         click.option("--corpus", default=None,
                      help="Pre-training text: file, directory, glob or hf:NAME (default: the suite's)."),
-        click.option("--data", "source", default=None, help="Downstream tasks (default: embedded suite)."),
-        click.option("--tasks", default=None, help="Comma-separated task names (default: all of --data)."),
+        click.option("--suite", type=click.Choice(tuple(SUITES)), default=None,
+                     help="Embedded tasks (default ebs-2; `electra-bench suites`)."),
+        click.option("--data", "source", default=None, help="Other tasks: GLUE dir, hf:glue or a suite dir."),
+        click.option("--tasks", default=None, help="Comma-separated task names (default: all)."),
         click.option("--seeds", type=POSITIVE_INT, default=None, help="Evaluation seeds per checkpoint and task."),
         click.option("--pretrain-seeds", type=POSITIVE_INT, default=None,
                      help="Pre-training runs per objective (CPU default: 2, else 1): the band is over these."),
@@ -415,9 +420,24 @@ def experiment_options(fn):
         LONG_SCHEDULE_OPTION,
         click.option("--json", "as_json", is_flag=True, help="Machine-readable output (stable snake_case keys)."),
     ]
+    fn = _suite_as_source(fn)
     for o in reversed(opts):
         fn = o(fn)
     return fn
+
+
+def _suite_as_source(fn):
+    """--suite NAME is the task source NAME (data/task_sources.py): the commands see one `source`."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, suite=None, **kwargs):
+        if suite is not None:
+            if kwargs.get("source") is not None:
+                raise BenchError("--suite and --data both name the downstream tasks: give one")
+            kwargs["source"] = suite
+        return fn(*args, **kwargs)
+
+    return wrapper
 
 
 def train_options(fn):
@@ -863,6 +883,16 @@ def history_show(inputs, store, baseline, last, fmt, plot_urls, as_json):
     fmt = "json" if as_json else fmt
     records, base, base_path = gather(store, inputs, baseline)
     click.echo(render(judge(records, base), base, base_path, fmt, last=last, plot_urls=plot_urls), nl=False)
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (stable snake_case keys).")
+def suites(as_json):
+    """The embedded suites (--suite NAME): their tasks, kinds and sizes."""
+    from .data.describe import render_suites, suites_info
+
+    info = suites_info()
+    _emit_json(info) if as_json else out.print(render_suites(info))
 
 
 @main.group()

@@ -359,7 +359,7 @@ def test_suite_tasks(tmp_path, monkeypatch):
                                                                            ("dull", None, 0)]
     assert [e.label for e in tasks["pairs"].splits["dev"]] == [1, 2, 0]
     assert tasks["sim"].spec.regression and [e.label for e in tasks["sim"].splits["train"]] == [0.5, 4.0]
-    monkeypatch.setattr(suite_mod, "suite_dir", lambda: root)
+    monkeypatch.setattr(suite_mod, "suite_dir", lambda name=None: root)
     assert [t.spec.name for t in load_tasks(None, ["sim", "RT-Polarity"])] == ["sim", "rt-polarity"]
     with pytest.raises(BenchError, match="no task 'cola'"):
         load_tasks(None, ["cola"])

@@ -19,7 +19,7 @@ from rich.table import Table
 from ..errors import BenchError
 from . import glue
 from .corpus import compression_of, open_corpus
-from .suite import is_suite_dir, load_suite
+from .suite import SUITES, is_suite_dir, is_suite_name, load_suite
 from .task_sources import load_suite_tasks, load_tasks
 
 _MAX_LISTED_FILES = 50
@@ -31,8 +31,8 @@ def inspect_path(path: str | os.PathLike | None, *, tokenizer=None) -> dict[str,
     `path` None or "suite" = the embedded suite. Corpus lengths are in whitespace words, or in
     WordPiece tokens when a `tokenizer` is given.
     """
-    if path is None or str(path) == "suite":
-        return _suite_info(load_suite(None), tokenizer)
+    if path is None or str(path) == "suite" or is_suite_name(path):
+        return _suite_info(load_suite(None if path is None or str(path) == "suite" else str(path)), tokenizer)
     s = str(path)
     if s.startswith("hf:"):
         if s[3:].split("/")[-1].lower() == "glue":
@@ -231,3 +231,43 @@ def _bytes(n: int) -> str:
             return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
         n /= 1024
     return str(n)
+
+
+def suites_info() -> list[dict[str, Any]]:
+    """`electra-bench suites`: every embedded suite with its tasks, their kinds, metrics and sizes (read from
+    suite.json only: nothing is tokenised). A suite not built here says so instead of its tasks."""
+    out = []
+    for name in SUITES:
+        try:
+            suite = load_suite(name)
+        except BenchError as e:
+            out.append({"name": name, "installed": False, "error": str(e)})
+            continue
+        import json
+
+        raw = {t["name"]: t for t in json.loads((suite.path / "suite.json").read_text(encoding="utf-8"))["tasks"]}
+        kinds = [t.kind or t.name for t in suite.tasks]
+        out.append({"name": suite.name, "installed": True, "version": suite.version, "path": str(suite.path),
+                    "score": "mean over kinds of the mean over each kind's tasks" if any(t.kind for t in suite.tasks)
+                    else "mean over tasks",
+                    "kinds": sorted(set(kinds), key=kinds.index),
+                    "tasks": [{"name": t.name, "kind": t.kind, "primary": t.primary, "pair": len(t.text_fields) == 2,
+                               "regression": t.regression, "sizes": raw[t.name].get("sizes"),
+                               "derived": raw[t.name].get("derived")} for t in suite.tasks]})
+    return out
+
+
+def render_suites(info: list[dict[str, Any]]) -> Table:
+    table = Table(title="Embedded suites (docs/suite.md)")
+    for col in ("suite", "kind", "task", "primary", "train", "dev"):
+        table.add_column(col, justify="right" if col in ("train", "dev") else "left")
+    for s in info:
+        if not s["installed"]:
+            table.add_row(s["name"], "-", f"not built here: {s['error']}", "", "", "")
+            continue
+        for i, t in enumerate(s["tasks"]):
+            sizes = t["sizes"] or {}
+            table.add_row(f"{s['name']} (v{s['version']}; {s['score']})" if i == 0 else "", t["kind"] or "-",
+                          t["name"] + (" (derived)" if t["derived"] else ""), t["primary"],
+                          str(sizes.get("train", "?")), str(sizes.get("dev", "?")))
+    return table

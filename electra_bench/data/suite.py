@@ -8,7 +8,9 @@ Layout (built by scripts/build_suite.py into electra_bench/assets/suite/):
     <task>/dev.tsv.gz     then "label"
 
 TaskEntry = {"name", "text_fields", "labels" (list of label strings, or null for regression),
-"regression", "metrics", "primary", "description", "source", "license"}.
+"regression", "metrics", "primary", "description", "source", "license", optional "kind"}. When the tasks
+name kinds, the suite score is the mean over kinds of the mean over each kind's tasks (ebs-3), so no kind
+holds more than its share; without kinds (ebs-2) every task is its own kind: the mean over tasks.
 """
 
 from __future__ import annotations
@@ -23,9 +25,23 @@ from ..errors import BenchError
 METRICS = ("accuracy", "mcc", "f1", "spearman", "pearson")
 
 
-def suite_dir() -> Path:
-    """Where the embedded suite lives (inside the installed package)."""
-    return Path(__file__).resolve().parent.parent / "assets" / "suite"
+# The embedded suites by name -> their folder under assets/. ebs-2 is what a run without a task source has
+# always meant (its folder keeps the old name, so every committed run still resolves); ebs-3 reads ebs-2's
+# pre-training corpus, so an encoder pre-trained for one is the same encoder for the other.
+SUITES = {"ebs-2": "suite", "ebs-3": "ebs-3"}
+LEGACY_SUITE = "ebs-2"  # a run config with no task source (source None) was scored on this one
+
+
+def suite_dir(name: str | None = None) -> Path:
+    """Where an embedded suite lives (inside the installed package); None: LEGACY_SUITE."""
+    name = name or LEGACY_SUITE
+    if name not in SUITES:
+        raise BenchError(f"unknown suite '{name}': the embedded suites are {', '.join(SUITES)}")
+    return Path(__file__).resolve().parent.parent / "assets" / SUITES[name]
+
+
+def is_suite_name(source) -> bool:
+    return source is not None and str(source) in SUITES
 
 
 @dataclass(frozen=True)
@@ -39,6 +55,7 @@ class SuiteTask:
     description: str = ""
     source: str = ""
     license: str = ""
+    kind: str | None = None  # GLUE's kind of task (acceptability, paraphrase, ...); the score is a mean over kinds
 
 
 @dataclass(frozen=True)
@@ -58,11 +75,11 @@ def is_suite_dir(path: str | os.PathLike) -> bool:
 
 
 def load_suite(path: str | os.PathLike | None = None) -> Suite:
-    """Read and validate suite.json (the embedded suite when `path` is None)."""
-    d = Path(path) if path is not None else suite_dir()
+    """Read and validate suite.json (`path`: a directory, or an embedded suite's name; None: LEGACY_SUITE)."""
+    d = suite_dir(None if path is None else str(path)) if path is None or is_suite_name(path) else Path(path)
     f = d / "suite.json"
     if not f.is_file():
-        if path is None:
+        if path is None or is_suite_name(path):
             raise BenchError(f"{f}: the embedded suite is not installed (build it with scripts/build_suite.py, "
                              f"or pass a corpus / task directory explicitly)")
         raise BenchError(f"{f}: missing; expected a suite directory with suite.json")
@@ -84,7 +101,7 @@ def load_suite(path: str | os.PathLike | None = None) -> Suite:
         if tasks[-1].name in seen:
             raise BenchError(f"{f}: task #{i} duplicates the name '{tasks[-1].name}'")
         seen.add(tasks[-1].name)
-    return Suite(path=d, name=str(raw["name"]), version=int(raw["version"]), corpus=d / str(raw["corpus"]),
+    return Suite(path=d, name=str(raw["name"]), version=int(raw["version"]), corpus=(d / str(raw["corpus"])).resolve(),
                  tasks=tuple(tasks))
 
 
@@ -114,4 +131,11 @@ def _task(f: Path, i: int, t) -> SuiteTask:
     return SuiteTask(name=str(name), text_fields=tuple(fields),
                      labels=None if labels is None else tuple(str(x) for x in labels), regression=regression,
                      metrics=tuple(metrics), primary=t["primary"], description=str(t.get("description", "")),
-                     source=str(t.get("source", "")), license=str(t.get("license", "")))
+                     source=str(t.get("source", "")), license=str(t.get("license", "")),
+                     kind=_kind(where, t.get("kind")))
+
+
+def _kind(where: str, kind) -> str | None:
+    if kind is not None and (not isinstance(kind, str) or not kind.strip()):
+        raise BenchError(f"{where}: kind must be a non-empty string (or absent)")
+    return kind

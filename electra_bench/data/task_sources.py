@@ -1,7 +1,8 @@
 """`load_tasks` for every supported source of fine-tuning tasks.
 
 Sources:
-- None: the embedded suite (electra_bench/assets/suite), all its tasks;
+- None: the embedded suite a run without a source has always meant (ebs-2, electra_bench/assets/suite);
+- an embedded suite's name (`ebs-2`, `ebs-3`; data/suite.py SUITES);
 - a suite directory (holds suite.json);
 - an official GLUE directory as written by download_glue_data.py (CoLA/, SST-2/, ... ; see glue.py),
   or one task's directory from it (e.g. glue_data/RTE);
@@ -20,7 +21,7 @@ from typing import Sequence
 
 from ..errors import BenchError
 from . import glue
-from .suite import is_suite_dir, load_suite
+from .suite import is_suite_dir, is_suite_name, load_suite
 from .tasks import TaskData, TaskSpec, read_tsv_examples, select
 
 
@@ -41,6 +42,8 @@ def load_tasks(source: str | os.PathLike | None, names: Sequence[str] | None = N
     """Load fine-tuning tasks from `source` (see the module docstring); `names` selects some of them."""
     if source is None or str(source) == "suite":
         return load_suite_tasks(load_suite(None), names)
+    if is_suite_name(source):
+        return load_suite_tasks(load_suite(str(source)), names)
     s = str(source)
     if s.startswith("hf:"):
         return glue.load_hf_datasets(s, names)
@@ -60,7 +63,7 @@ def load_suite_tasks(suite, names: Sequence[str] | None) -> list[TaskData]:
         if t.name not in chosen:
             continue
         spec = TaskSpec(name=t.name, text_fields=t.text_fields, labels=t.labels, regression=t.regression,
-                        metrics=t.metrics, primary=t.primary)
+                        metrics=t.metrics, primary=t.primary, kind=t.kind)
         splits = {}
         for split in ("train", "dev", "test"):
             f = _first_existing(suite.task_dir(t.name), (f"{split}.tsv.gz", f"{split}.tsv"))

@@ -26,6 +26,7 @@ class TaskSpec:
     metrics: tuple[str, ...]
     primary: str
     eval_splits: tuple[str, ...] = ("dev",)  # MNLI: ("dev_matched", "dev_mismatched")
+    kind: str | None = None  # the suite's kind (sentiment, paraphrase...): its score averages kinds, then tasks
 
     @property
     def num_labels(self) -> int:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from .. import presets
 from ..choices import ALL_OBJECTIVES, DEVICE_KINDS, ENGINES, OBJECTIVES, require
-from ..data.suite import load_suite
+from ..data.suite import LEGACY_SUITE, is_suite_name, load_suite
 from ..errors import BenchError
 from ..pretrain import schedule
 from ..flops.budget import parse_budget
@@ -94,7 +94,7 @@ class CompareSpec:
             budget=str(budget or base["budget"]),
             convention=convention,
             corpus=corpus,
-            source=source,
+            source=None if source == LEGACY_SUITE else source,  # the name of what no source has always meant
             tasks=tuple(tasks) if tasks else None,
             seeds=seeds or base["seeds"],
             protocol=protocol or (base["protocol"] if not custom_preset else "finetune"),
@@ -183,6 +183,6 @@ def encoder_params(p, objectives: tuple[str, ...] = OBJECTIVES) -> dict[str, int
 
 
 def suite_name(spec: CompareSpec, tasks) -> str:
-    if spec.source is None:
-        return load_suite().name
+    if spec.source is None or is_suite_name(spec.source):
+        return load_suite(spec.source).name
     return tasks[0].source if tasks else str(spec.source)

@@ -24,7 +24,9 @@ Conventions
   is reproduced to its printed precision by this rule and not by the alternatives (MNLI-m and -mm as two
   of ten entries, or WNLI left out); `tests/test_score_glue.py` pins rows of that table.
 
-`suite_score` -- any other task set: the unweighted mean over tasks of each task's primary metric.
+`suite_score` -- any other task set: the unweighted mean over tasks of each task's primary metric; when the
+  specs name kinds (a suite's `kind`: acceptability, paraphrase, sentiment...), the mean over kinds of the mean
+  over each kind's tasks, so three sentiment tasks weigh as much as one paraphrase task.
 
 Missing tasks raise BenchError naming them; with `partial=True` the mean is over the tasks present and
 the result says which were missing (`GlueScore.missing`; `score()` also warns).
@@ -205,8 +207,24 @@ def suite_score_detail(task_metrics: Mapping[str, Mapping[str, float]], task_spe
             per_task[task] = value
     if missing and not partial:
         raise BenchError(f"suite score needs {', '.join(missing)}, which the results lack")
-    value = sum(per_task.values()) / len(per_task) if per_task else float("nan")
+    by_kind: dict[str, list[float]] = {}
+    for task, value in per_task.items():
+        by_kind.setdefault(task_kind(task, task_specs.get(task) if task_specs else None), []).append(value)
+    means = [sum(v) / len(v) for v in by_kind.values()]
+    value = sum(means) / len(means) if means else float("nan")
     return GlueScore(value=value, convention="suite", per_task=per_task, missing=tuple(missing))
+
+
+def task_kind(task: str, spec: Any = None) -> str:
+    """The kind a task's score is averaged in: the spec's `kind`, else the task itself (a kind of one)."""
+    kind = getattr(spec, "kind", None)
+    if kind is None and isinstance(spec, Mapping):
+        kind = spec.get("kind")
+    return kind or f"task:{task}"
+
+
+def has_kinds(task_specs: Mapping[str, Any] | None) -> bool:
+    return bool(task_specs) and any(not task_kind(t, s).startswith("task:") for t, s in task_specs.items())
 
 
 def suite_score(task_metrics: Mapping[str, Mapping[str, float]], task_specs: Mapping[str, Any] | None, *,

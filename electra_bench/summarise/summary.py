@@ -91,9 +91,14 @@ class _Scorer:
             self.convention = score_convention
             self.description = glue_score.DESCRIPTIONS[score_convention]
         else:
-            self.kind = "suite-mean"
             self.convention = None
-            self.description = "mean over tasks of each task's primary metric"
+            self.kinds = {t: glue_score.task_kind(t, (task_specs or {}).get(t)) for t in tasks}
+            if glue_score.has_kinds(task_specs):
+                self.kind = "suite-kind-mean"
+                self.description = "mean over kinds of the mean over each kind's tasks of their primary metric"
+            else:
+                self.kind = "suite-mean"
+                self.description = "mean over tasks of each task's primary metric"
 
     def primary(self, task: str, available: Mapping[str, float] | None) -> str:
         spec = self.task_specs.get(task) if self.task_specs else None
@@ -104,7 +109,8 @@ class _Scorer:
     def __call__(self, task_metrics: Mapping[str, Mapping[str, float]], *, partial: bool) -> glue_score.GlueScore:
         if self.convention is not None:
             return glue_score.score_detail(task_metrics, self.convention, partial=partial)
-        primaries = {t: {"primary_metric": self.primary(t, task_metrics.get(t))} for t in self.tasks}
+        primaries = {t: {"primary_metric": self.primary(t, task_metrics.get(t)), "kind": self.kinds[t]}
+                     for t in self.tasks}
         return glue_score.suite_score_detail(task_metrics, primaries, partial=partial)
 
 
@@ -685,7 +691,8 @@ def build_summary(run: RunDir, task_specs: Mapping[str, Any] | None = None, conv
         flop_convention=convention,
         score_convention=score_convention,
         score_scale="0-100 (accuracy/F1 x100, MCC and correlations x100)",
-        suite={"name": suite_name, "tasks": suite_tasks, "aggregate": scorer.kind, "description": scorer.description},
+        suite={"name": suite_name, "tasks": suite_tasks, "aggregate": scorer.kind, "description": scorer.description,
+               **({"kinds": scorer.kinds} if scorer.kind == "suite-kind-mean" else {})},
         models=_models(config, extra),
         config=config,
         learning=learning_block,
