@@ -88,11 +88,11 @@ def sha256(path: Path) -> str:
 
 
 # --------------------------------------------------------------------------- fetch
-def fetch(workdir: Path, allow_mismatch: bool) -> dict[str, Path]:
+def fetch(workdir: Path, allow_mismatch: bool, sources=None) -> dict[str, Path]:
     dl = workdir / "downloads"
     dl.mkdir(parents=True, exist_ok=True)
     paths = {}
-    for key, (kind, name, version, fname, digest) in SOURCES.items():
+    for key, (kind, name, version, fname, digest) in (sources or SOURCES).items():
         path = dl / fname
         if not path.exists():
             print(f"[fetch] {kind} {name} {version}", flush=True)
@@ -497,12 +497,16 @@ original licence texts are in the packages named above.
 # --------------------------------------------------------------------------- main
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", default="electra_bench/assets/suite")
+    ap.add_argument("--suite", choices=("ebs-2", "ebs-3"), default="ebs-2")
+    ap.add_argument("--out", default=None, help="default: electra_bench/assets/suite (ebs-2), .../ebs-3 (ebs-3)")
+    ap.add_argument("--candidates", action="store_true",
+                    help="ebs-3: write every candidate task, not only the admitted ones (for the sensitivity study)")
     ap.add_argument("--workdir", default="/tmp/ebs-build")
     ap.add_argument("--seed", type=int, default=DEFAULT_SEED)
     ap.add_argument("--allow-sha-mismatch", action="store_true")
     args = ap.parse_args(argv)
-    seed, out, workdir = args.seed, Path(args.out), Path(args.workdir)
+    seed, workdir = args.seed, Path(args.workdir)
+    out = Path(args.out or ("electra_bench/assets/suite" if args.suite == "ebs-2" else "electra_bench/assets/ebs-3"))
 
     paths = fetch(workdir, args.allow_sha_mismatch)
     root = extract(paths, workdir)
@@ -582,6 +586,11 @@ def main(argv=None):
                                                TWEET_DEV_PER_CLASS, TWEET_TRAIN_PER_CLASS)
     splits["next-sentence"] = (ns["train"], ns["dev"])
     splits["word-scramble"] = (wo["train"], wo["dev"])
+    if args.suite == "ebs-3":
+        from suite_build.ebs3_build import build_ebs3
+
+        return build_ebs3(out, workdir, root, brown, roles, documents, index, splits, seed,
+                          args.allow_sha_mismatch, args.candidates)
 
     # ---- write
     if out.exists():

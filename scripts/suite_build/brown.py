@@ -188,3 +188,41 @@ def make_word_scramble(brown_docs, roles, role, rng, index, used: set, removed: 
             text, label = detok(w), "0"
         out.append((text, label))
     return out
+
+
+def make_next_sentence_same_doc(brown_docs, roles, role, rng, gap=3):
+    """ebs-3's next-sentence: pairs (A, B) from one held-out Brown text; label 1 if B directly follows A,
+    0 if B is a sentence of the SAME text at least `gap` sentences after A (ebs-2's negatives came from another
+    text, so topic alone told them apart). Every sentence is used once; labels alternate over the shuffled
+    candidates, so they balance to within one."""
+    out = []
+    for doc_id, _g, sents, heads, _tags in brown_docs:
+        if roles[doc_id] != role:
+            continue
+        text = [detok(w) for w in sents]
+        ok = [not heads[i] and _PROSE.match(text[i]) is not None
+              and NS_MIN_WORDS <= len(norm(text[i]).split()) <= NS_MAX_WORDS for i in range(len(text))]
+        free = [i for i in range(len(text)) if ok[i]]
+        used: set[int] = set()
+        order = list(free)
+        rng.shuffle(order)
+        for i in order:
+            if i in used:
+                continue
+            want_next = rng.random() < 0.5
+            if want_next:
+                j = i + 1 if i + 1 < len(text) and ok[i + 1] and i + 1 not in used else None
+            else:
+                later = [k for k in free if k >= i + gap and k not in used]
+                j = rng.choice(later) if later else None
+            if j is None:
+                continue
+            used.update((i, j))
+            out.append((text[i], text[j], "1" if want_next else "0"))
+    rng.shuffle(out)
+    # balance exactly: drop the surplus of the larger class (the last ones after the shuffle)
+    pos = [r for r in out if r[2] == "1"]
+    neg = [r for r in out if r[2] == "0"]
+    n = min(len(pos), len(neg))
+    keep = set(map(id, pos[:n] + neg[:n]))
+    return [r for r in out if id(r) in keep]

@@ -20,7 +20,8 @@ WORDNET_DIR = "usr/share/wordnet"  # inside the unpacked package
 POS_FILES = {"n": "noun", "v": "verb", "a": "adj", "r": "adv"}  # satellite adjectives "s" -> "a"
 DEV_FRACTION = 0.25      # share of target lemmas (by lemma string, all POS together) that go to dev
 PAIRS_PER_LABEL = 2      # per (lemma, POS): at most this many positive and as many negative pairs
-MIN_WORDS = 3            # example sentences with fewer normalised words are dropped
+MIN_WORDS = 2            # example sentences with fewer normalised words are dropped
+MAX_JACCARD_GAP = 0.1    # a positive is kept only with a negative whose word overlap is this close
 
 _WORD = re.compile(r"[a-z0-9]+")
 _QUOTED = re.compile(r'"([^"]+)"')
@@ -107,7 +108,7 @@ def _occurs(pattern: tuple, toks: list) -> bool:
 
 def _parse_line(line: str):
     """(offset, pos, lemmas, gloss) of one data.* synset line, or None for the licence header."""
-    if line.startswith("  ") or " | " not in line and "|" not in line:
+    if line.startswith(" ") or "|" not in line:
         return None
     head, _, gloss = line.partition("|")
     f = head.split()
@@ -155,7 +156,8 @@ def jaccard(a: str, b: str) -> float:
 
 
 def make_wic(examples, seed: int = 20240601, dev_fraction: float = DEV_FRACTION,
-             pairs_per_label: int = PAIRS_PER_LABEL) -> Derived:
+             pairs_per_label: int = PAIRS_PER_LABEL, max_jaccard_gap: float = MAX_JACCARD_GAP,
+             reuse_in_target: bool = False) -> Derived:
     """Word-in-context pairs: rows (sentence1, sentence2, label).  Both sentences are WordNet examples that
     contain the same target lemma with the same POS; label "1" when both examples belong to the same
     synset, "0" when they belong to different synsets of that lemma.  The task format has two text
@@ -172,10 +174,12 @@ def make_wic(examples, seed: int = 20240601, dev_fraction: float = DEV_FRACTION,
     - targets are visited in seeded random order; each yields k positive and k negative pairs with
       k = min(`pairs_per_label`, what its still-unused examples allow), so labels are balanced per
       lemma and therefore per POS and per split; every example sentence is used in at most one pair
-      (hence no sentence is in both train and dev);
+      (hence no sentence is in both train and dev).  With `reuse_in_target` a sentence of a positive may
+      also be used in one negative of the same target (same split; about doubles the yield, since a
+      target whose positive synset has only 2 examples has nothing left for a negative otherwise);
     - each negative is chosen among the lemma's candidate cross-synset pairs as the one whose word-overlap
-      (Jaccard of `norm` word sets) is closest to that of the positive it is matched with, so overlap is
-      (nearly) not predictive of the label;
+      (Jaccard of `norm` word sets) is closest to that of the positive it is matched with; a positive
+      without a negative within `max_jaccard_gap` is skipped, so overlap is (nearly) not predictive;
     - the order of the two sentences in a pair and the order of rows are seeded-random.
     """
     stats = {"examples": len(examples)}
@@ -222,9 +226,9 @@ def make_wic(examples, seed: int = 20240601, dev_fraction: float = DEV_FRACTION,
     per_target = Counter()
     for target in order:
         synsets = {o: [i for i in ex if i not in used] for o, ex in by_target[target].items()}
-        pairs = _pairs_for(synsets, pairs_per_label, rng, examples)
+        pairs = _pairs_for(synsets, pairs_per_label, rng, examples, max_jaccard_gap, drops, reuse_in_target)
         if not pairs:
-            drops["target without enough unused examples"] += 1
+            drops["target yielding no pair"] += 1
             continue
         split = "dev" if target[0] in dev_lemmas else "train"
         per_target[len(pairs) // 2] += 1
@@ -246,7 +250,8 @@ def make_wic(examples, seed: int = 20240601, dev_fraction: float = DEV_FRACTION,
     return Derived(out["train"], out["dev"], stats)
 
 
-def _pairs_for(synsets: dict, k_max: int, rng, examples) -> list:
+def _pairs_for(synsets: dict, k_max: int, rng, examples, max_gap: float, drops: Counter,
+               reuse: bool = False) -> list:
     """Up to `k_max` positive pairs (same synset, disjoint examples) and as many negative pairs (two
     synsets) from the unused examples of one target, all examples distinct; negatives matched on
     Jaccard overlap to the positives.  Returns [(i, j, label)], positives and negatives equal in number."""
@@ -258,21 +263,31 @@ def _pairs_for(synsets: dict, k_max: int, rng, examples) -> list:
         for a in range(0, len(ex) - 1, 2):
             pos_cands.append((ex[a], ex[a + 1]))
     rng.shuffle(pos_cands)
-    chosen, taken = [], set()
+    chosen, taken, neg_taken = [], set(), set()
     for a, b in pos_cands:
         if len(chosen) // 2 >= k_max:
             break
+        if a in taken or b in taken:
+            continue
         # a negative needs two unused examples from different synsets, not taken by this positive
-        left = {o: [i for i in ex if i not in taken and i not in (a, b)] for o, ex in synsets.items()}
+        if reuse:
+            left = {o: [i for i in ex if i not in neg_taken] for o, ex in synsets.items()}
+        else:
+            left = {o: [i for i in ex if i not in taken and i not in (a, b)] for o, ex in synsets.items()}
         negs = [(x, y) for n1, o1 in enumerate(offsets) for o2 in offsets[n1 + 1:]
                 for x in left[o1] for y in left[o2]]
         if not negs:
+            drops["positive leaving no disjoint negative"] += 1
             break
         target_j = jaccard(examples[a].sentence, examples[b].sentence)
         best = min(abs(jaccard(examples[x].sentence, examples[y].sentence) - target_j) for x, y in negs)
+        if best > max_gap:
+            drops["positive without an overlap-matched negative"] += 1
+            continue
         close = [p for p in negs
                  if abs(jaccard(examples[p[0]].sentence, examples[p[1]].sentence) - target_j) == best]
         x, y = close[rng.randrange(len(close))]
         chosen += [(a, b, "1"), (x, y, "0")]
         taken.update((a, b, x, y))
+        neg_taken.update((x, y))
     return chosen

