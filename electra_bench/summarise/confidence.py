@@ -186,7 +186,28 @@ def _statement(reps, task, coef, tasks_w=None) -> dict:
     return out
 
 
-def _difference(reps, a: str, b: str, tasks: list[str]) -> dict:
+def _reweighted(reps, coef, tasks: list[str]) -> dict | None:
+    """The statement of `coef` on the suite score re-weighted onto `tasks` (their suite weights, renormalised)."""
+    w = {t: reps.weights.get(t, 0.0) for t in tasks}
+    total = sum(w.values())
+    return _statement(reps, None, coef, {k: v / total for k, v in w.items()}) if total > 0 else None
+
+
+def _by_kind(reps, coef, tasks: list[str], kinds: Mapping[str, str]) -> dict:
+    """Per kind (a suite whose tasks name kinds, e.g. ebs-3): the statement on that kind's tasks, and on the
+    suite without that kind, so a difference carried by one kind shows as a task's does."""
+    names = sorted({kinds[t] for t in tasks if t in kinds})
+    out = {"per_kind": {}, "leave_one_kind_out": {}}
+    if len(names) < 2:
+        return out
+    for k in names:
+        inside = [t for t in tasks if kinds.get(t) == k]
+        out["per_kind"][k] = _reweighted(reps, coef, inside)
+        out["leave_one_kind_out"][k] = _reweighted(reps, coef, [t for t in tasks if t not in inside])
+    return {key: {k: v for k, v in d.items() if v is not None} for key, d in out.items()}
+
+
+def _difference(reps, a: str, b: str, tasks: list[str], kinds: Mapping[str, str] | None = None) -> dict:
     coef = {a: 1.0, b: -1.0}
     out = _statement(reps, None, coef)
     # over pairs of pre-training seeds: with one seed of either, one pair is no probability
@@ -209,6 +230,8 @@ def _difference(reps, a: str, b: str, tasks: list[str]) -> dict:
             total = sum(rest.values())
             if total > 0:
                 out["leave_one_out"][t] = _statement(reps, None, coef, {k: v / total for k, v in rest.items()})
+    if kinds:
+        out.update(_by_kind(reps, coef, tasks, kinds))
     out["plan"] = plan_mod.plan(out["estimate"], interval.split(reps, None, coef))
     return out
 
@@ -250,7 +273,8 @@ def compute(run, rows: pd.DataFrame, scorer, points: list[dict], *, n_boot: int 
            "n_pretrain_seeds": {a: len(s) for a, s in reps.seeds.items()},
            "examples": {t.name: int(len(t.labels)) for t in task_data if t.labels is not None} or None,
            "points": [], "differences": [], "vs_untrained": []}
-    _statements(out, reps, arms, tasks, flops)
+    kinds = getattr(scorer, "kinds", None) if getattr(scorer, "kind", None) == "suite-kind-mean" else None
+    _statements(out, reps, arms, tasks, flops, kinds)
     out["headline"] = _headline_ci(reps, arms, flops)
     if sequential_design and out["differences"] and out["unit"] == "pre-training seeds":
         f = out["differences"][-1]["fraction"]
@@ -272,7 +296,7 @@ def _arms_and_seeds(rows: pd.DataFrame, weights) -> tuple[list[tuple[str, float]
     return [(o, f) for o, f in arms if seeds[arm_key(o, f)]], seeds
 
 
-def _statements(out: dict, reps, arms, tasks, flops) -> None:
+def _statements(out: dict, reps, arms, tasks, flops, kinds: Mapping[str, str] | None = None) -> None:
     """Fill `out`'s points (each arm), differences (RTD - MLM at each shared fraction) and vs_untrained."""
     for o, f in arms:
         a = arm_key(o, f)
@@ -284,7 +308,7 @@ def _statements(out: dict, reps, arms, tasks, flops) -> None:
     fractions = sorted({f for o, f in arms if o == "mlm"} & {f for o, f in arms if o == "rtd"})
     for f in fractions:
         a, b = arm_key("rtd", f), arm_key("mlm", f)
-        d = _difference(reps, a, b, tasks)
+        d = _difference(reps, a, b, tasks, kinds)
         ff = [flops.get(a), flops.get(b)]
         out["differences"].append({"a": "rtd", "b": "mlm", "fraction": f,
                                    "train_flops": math.sqrt(ff[0] * ff[1]) if all(ff) else (ff[0] or ff[1]),
@@ -295,6 +319,9 @@ def _statements(out: dict, reps, arms, tasks, flops) -> None:
             if o in TRAINED:
                 a = arm_key(o, f)
                 s = _statement(reps, None, {a: 1.0, init: -1.0})
+                # each task's own trained - untrained: the sensitivity docs/suite.md admits tasks by
+                s["per_task"] = {t: {k: v for k, v in _statement(reps, t, {a: 1.0, init: -1.0}).items()
+                                     if k in ("estimate", "ci", "se", "resolved")} for t in tasks}
                 out["vs_untrained"].append({"objective": o, "fraction": f, "train_flops": flops.get(a), **s})
 
 

@@ -392,8 +392,11 @@ def _decide(out: dict, usable: dict, diff: dict | None, stats: Mapping[str, Any]
             out["verdict"] = (f"{LABELS[out['better']]} ahead of {LABELS[other]} (crossed the sequential boundary at "
                               f"look {seq['deciding'] + 1} of at most {seq['planned']}: the {level} CI of the "
                               f"difference excludes 0)")
-        out["carried_by"] = sorted(t for t, loo in diff.get("leave_one_out", {}).items()
-                                   if not (loo["resolved"] and (loo["estimate"] > 0) == (diff["estimate"] > 0)))
+        holds = lambda loo: loo["resolved"] and (loo["estimate"] > 0) == (diff["estimate"] > 0)  # noqa: E731
+        out["carried_by"] = sorted(t for t, loo in diff.get("leave_one_out", {}).items() if not holds(loo))
+        # a suite of kinds (ebs-3): a lead that rests on one kind says so too
+        out["carried_by"] += [f"the {k} kind" for k, loo in sorted(diff.get("leave_one_kind_out", {}).items())
+                              if not holds(loo)]
         if out["carried_by"]:  # a lead that rests on one task says so
             out["verdict"] += f"; not resolved without {', '.join(out['carried_by'])}"
         if stats.get("unit") != "pre-training seeds" or (out["n_pretrain_seeds"] or 0) < 2:
@@ -816,6 +819,12 @@ def headline_lines(summary: Mapping[str, Any], protocol: str | None = None) -> l
             side = "RTD ahead" if d["ci"][0] > 0 else "MLM ahead" if d["ci"][1] < 0 else "not resolved"
             if d["resolved"] != diff["resolved"] or (d["resolved"] and (d["estimate"] > 0) != (diff["estimate"] > 0)):
                 lines.append(f"Without {t}: RTD - MLM = {d['estimate']:+.1f}, 95% CI {confidence.fmt_ci(d['ci'])} ({side})")
+        if diff is not None and diff.get("per_kind"):  # a suite of kinds (ebs-3): the score is their mean
+            lines.append("Per kind (RTD - MLM, 95% CI): " + "; ".join(
+                f"{k} {d['estimate']:+.1f} {confidence.fmt_ci(d['ci'])}" for k, d in diff["per_kind"].items()))
+            lines.append("Leaving each kind out (RTD - MLM, 95% CI): " + "; ".join(
+                f"without {k} {d['estimate']:+.1f} {confidence.fmt_ci(d['ci'])}"
+                for k, d in diff["leave_one_kind_out"].items()))
     if stats.get("method") == "seeds-only" or stats.get("note"):
         lines.append(f"Statistics: {stats.get('method')}: {stats.get('note')}")
     return lines
