@@ -1,4 +1,5 @@
-"""The embedded default suite (electra_bench/assets/suite, built by scripts/build_suite.py).
+"""The embedded suites (electra_bench/assets/suite = ebs-2, electra_bench/assets/ebs-3; built by
+scripts/build_suite.py), every test run on each suite that is installed.
 
 Reads only the shipped files, with the standard library (gzip, lzma, json), and
 checks that suite.json describes them and that no task text leaks into the
@@ -18,16 +19,16 @@ from pathlib import Path
 import pytest
 
 
-def _suite_dir() -> Path:
+def _suite_dir(folder: str) -> Path:
     spec = importlib.util.find_spec("electra_bench")  # locates the package without importing it
     if spec is not None and spec.submodule_search_locations:
-        d = Path(list(spec.submodule_search_locations)[0]) / "assets" / "suite"
+        d = Path(list(spec.submodule_search_locations)[0]) / "assets" / folder
         if d.is_dir():
             return d
-    return Path(__file__).resolve().parents[1] / "electra_bench" / "assets" / "suite"
+    return Path(__file__).resolve().parents[1] / "electra_bench" / "assets" / folder
 
 
-SUITE = _suite_dir()
+FOLDERS = {"ebs-2": "suite", "ebs-3": "ebs-3"}  # electra_bench/data/suite.py SUITES, read without importing it
 MAX_BYTES = 10_000_000
 TASK_FILES = ("train.tsv.gz", "dev.tsv.gz")
 
@@ -45,13 +46,18 @@ def sentence_keys(text: str, min_words: int) -> set[str]:
     return {k for k in keys if len(k.split()) >= min_words}
 
 
+@pytest.fixture(scope="module", params=list(FOLDERS))
+def SUITE(request) -> Path:
+    return _suite_dir(FOLDERS[request.param])
+
+
 @pytest.fixture(scope="module")
-def suite() -> dict:
+def suite(SUITE) -> dict:
     return json.loads((SUITE / "suite.json").read_text(encoding="utf-8"))
 
 
 @pytest.fixture(scope="module")
-def corpus(suite) -> str:
+def corpus(SUITE, suite) -> str:
     return lzma.decompress((SUITE / suite["corpus"]).read_bytes()).decode("utf-8")
 
 
@@ -67,7 +73,7 @@ def corpus_sentences(corpus) -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def tables(suite) -> dict:
+def tables(SUITE, suite) -> dict:
     out = {}
     for t in suite["tasks"]:
         for split in ("train", "dev"):
@@ -82,14 +88,17 @@ def contaminated(texts, corpus_sentences, min_words) -> list[str]:
     return [t for t in texts if sentence_keys(t, min_words) & corpus_sentences]
 
 
-def test_suite_json_shape(suite):
-    assert suite["name"] == "ebs-2" and suite["version"] == 2
-    assert suite["corpus"] == "corpus.txt.xz"
+def test_suite_json_shape(SUITE, suite):
+    if suite["name"] == "ebs-2":
+        assert suite["version"] == 2 and suite["corpus"] == "corpus.txt.xz" and suite["corpus_sources"]
+    else:  # ebs-3 reads ebs-2's corpus; its score is a mean over kinds, and no kind is a single sentiment task
+        assert (suite["name"], suite["version"], suite["corpus"]) == ("ebs-3", 3, "../suite/corpus.txt.xz")
+        kinds = Counter(t["kind"] for t in suite["tasks"])
+        assert all(kinds.values()) and len(kinds) >= 4, kinds
     assert suite["build"]["script"] == "scripts/build_suite.py"
     assert isinstance(suite["build"]["seed"], int)
     for src in suite["build"]["sources"]:
         assert src["name"] and src["version"] and re.fullmatch(r"[0-9a-f]{64}", src["sha256"])
-    assert suite["corpus_sources"]
     names = [t["name"] for t in suite["tasks"]]
     assert len(names) == len(set(names)) >= 4
     assert not any("glue" in n.lower() for n in names)
@@ -100,7 +109,7 @@ def test_suite_json_shape(suite):
         assert keys <= set(t), t["name"]
         assert t["text_fields"] in (["sentence"], ["sentence1", "sentence2"])
         assert t["primary"] in t["metrics"]
-        assert t["metrics"] in (["accuracy"], ["mcc"], ["spearman", "pearson"], ["accuracy", "f1"])
+        assert t["metrics"] in (["accuracy"], ["mcc"], ["spearman", "pearson"], ["accuracy", "f1"], ["mcc", "accuracy"])
         assert (t["labels"] is None) == t["regression"]
         if not t["regression"]:
             assert len(t["labels"]) >= 2 and len(set(t["labels"])) == len(t["labels"])
@@ -108,20 +117,20 @@ def test_suite_json_shape(suite):
         assert set(t["sizes"]) == {"train", "dev"} and set(t["label_balance"]) == {"train", "dev"}
 
 
-def test_files_match_suite_json(suite):
-    expected = {"suite.json", "ATTRIBUTION.md", suite["corpus"]}
+def test_files_match_suite_json(SUITE, suite):
+    expected = {"suite.json", "ATTRIBUTION.md"} | ({suite["corpus"]} if "/" not in suite["corpus"] else set())
     expected |= {f"{t['name']}/{f}" for t in suite["tasks"] for f in TASK_FILES}
     present = {p.relative_to(SUITE).as_posix() for p in SUITE.rglob("*") if p.is_file()}
     present = {p for p in present if "__pycache__" not in p}
     assert present == expected
 
 
-def test_total_size():
+def test_total_size(SUITE):
     total = sum(p.stat().st_size for p in SUITE.rglob("*") if p.is_file())
     assert total <= MAX_BYTES, total
 
 
-def test_gzip_is_reproducible(suite):
+def test_gzip_is_reproducible(SUITE, suite):
     for t in suite["tasks"]:
         for f in TASK_FILES:
             head = (SUITE / t["name"] / f).read_bytes()[:10]
@@ -189,11 +198,11 @@ def test_overlap_check_can_fail(suite, corpus, corpus_sentences):
     assert contaminated(["zzqx wibble flarn snorp vlim"], corpus_sentences, min_words) == []
 
 
-def test_attribution_names_every_source(suite):
+def test_attribution_names_every_source(SUITE, suite):
     text = (SUITE / "ATTRIBUTION.md").read_text(encoding="utf-8")
     for src in suite["build"]["sources"]:
         assert src["name"] in text, src["name"]
-    for src in suite["corpus_sources"]:
+    for src in suite.get("corpus_sources", []):
         if not src["title"].startswith("Brown Corpus"):
             assert src["title"].split(";")[0] in text, src["title"]
     assert "Brown Corpus" in text
