@@ -299,13 +299,13 @@ def test_prepare_pretraining_default_is_the_embedded_suite(tmp_path, monkeypatch
             f.write(" ".join(WORDS[i % 7:]) + ".\n" + " ".join(WORDS[: i % 11 + 3]) + ".\n\n")
     (suite / "suite.json").write_text(json.dumps({"name": "fake", "version": 1, "corpus": "corpus.txt.xz",
                                                   "tasks": []}))
-    monkeypatch.setattr(suite_mod, "suite_dir", lambda: suite)
+    monkeypatch.setattr(suite_mod, "suite_dir", lambda name=None: suite)
     data = prepare_pretraining(None, T, 60, cache_dir=tmp_path / "cache", progress=False)
     assert data.corpus.endswith("corpus.txt.xz") and len(data.train) > 0
 
 
 def test_missing_embedded_suite_is_a_bench_error(tmp_path, monkeypatch):
-    monkeypatch.setattr(suite_mod, "suite_dir", lambda: tmp_path / "nowhere")
+    monkeypatch.setattr(suite_mod, "suite_dir", lambda name=None: tmp_path / "nowhere")
     with pytest.raises(BenchError, match="suite.json: the embedded suite is not installed"):
         prepare_pretraining(None, T, 60, cache_dir=tmp_path / "cache", progress=False)
 
