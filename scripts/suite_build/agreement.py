@@ -58,9 +58,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from pathlib import Path
 
-from .brown import BrownText, detok
+from .brown import BrownText, detok, parse_brown_file  # noqa: F401  (tests import it from here too)
 from .text import Derived, norm, rng_for
 
 MIN_WORDS, MAX_WORDS = 6, 40
@@ -104,24 +103,6 @@ _VERB_TAGS = {"bez", "ber", "bedz", "bed", "hvz", "hv", "doz", "do"}
 _DT_VERBS = {"bez", "bedz", "hvz", "doz", "vbz"}
 _DTS_VERBS = {"ber", "hv", "do"}
 _ADJ = {"jj", "jjr", "jjs", "jjt", "od"}
-
-
-def parse_brown_file(path: Path) -> BrownText:
-    """One Brown file in NLTK form (``The/at jury/nn ./.``) as a BrownText -- the same parsing as
-    ``read_brown`` for a single file (tests use it on small fixtures; read_brown insists on 500 files)."""
-    path = Path(path)
-    sents, heads, sent_tags = [], [], []
-    for line in path.read_text(encoding="utf-8").split("\n"):
-        toks = line.split()
-        if not toks:
-            continue
-        pairs = [t.rsplit("/", 1) for t in toks]
-        words = [p[0] for p in pairs]
-        tags = [p[1] if len(p) > 1 else "" for p in pairs]
-        sents.append(words)
-        sent_tags.append(tags)
-        heads.append(sum(t.endswith("-hl") for t in tags) * 2 > len(tags))
-    return BrownText(path.name, path.name[1], sents, heads, sent_tags)
 
 
 def recase(template: str, word: str) -> str | None:

@@ -54,23 +54,27 @@ def detok(words: list[str]) -> str:
     return clean(out)
 
 
+def parse_brown_file(path: Path) -> BrownText:
+    """One Brown file in NLTK form (``The/at jury/nn ./.``) as a BrownText (the tests read small fixtures
+    with it; read_brown insists on all 500 files)."""
+    path = Path(path)
+    sents, heads, sent_tags = [], [], []
+    for line in path.read_text(encoding="utf-8").split("\n"):
+        toks = line.split()
+        if not toks:
+            continue
+        pairs = [t.rsplit("/", 1) for t in toks]
+        words = [p[0] for p in pairs]
+        tags = [p[1] if len(p) > 1 else "" for p in pairs]
+        sents.append(words)
+        sent_tags.append(tags)
+        heads.append(sum(t.endswith("-hl") for t in tags) * 2 > len(tags))
+    return BrownText(path.name, path.name[1], sents, heads, sent_tags)
+
+
 def read_brown(root: Path):
     """Brown corpus (NLTK form C, under `root`/brown/package): every text as a BrownText, in file order."""
-    pkg = root / "brown/package"
-    docs = []
-    for path in sorted(pkg.glob("c[a-r][0-9][0-9]")):
-        sents, heads, sent_tags = [], [], []
-        for line in path.read_text(encoding="utf-8").split("\n"):
-            toks = line.split()
-            if not toks:
-                continue
-            pairs = [t.rsplit("/", 1) for t in toks]
-            words = [p[0] for p in pairs]
-            tags = [p[1] if len(p) > 1 else "" for p in pairs]
-            sents.append(words)
-            sent_tags.append(tags)
-            heads.append(sum(t.endswith("-hl") for t in tags) * 2 > len(tags))
-        docs.append(BrownText(path.name, path.name[1], sents, heads, sent_tags))
+    docs = [parse_brown_file(path) for path in sorted((root / "brown/package").glob("c[a-r][0-9][0-9]"))]
     assert len(docs) == 500, len(docs)
     return docs
 
@@ -100,15 +104,21 @@ def brown_roles(docs, seed: int) -> dict[str, str]:
 _PROSE = re.compile(r"^[\"'(]?[A-Z0-9].*[.!?][\"')]?$")
 
 
+def _pairable(sents, heads) -> tuple[list[str], list[bool]]:
+    """A text's detokenised sentences and whether each may stand in a next-sentence pair (prose, not a
+    headline, NS_MIN_WORDS-NS_MAX_WORDS words)."""
+    text = [detok(w) for w in sents]
+    return text, [not heads[i] and _PROSE.match(text[i]) is not None
+                  and NS_MIN_WORDS <= len(norm(text[i]).split()) <= NS_MAX_WORDS for i in range(len(text))]
+
+
 def make_next_sentence(brown_docs, roles, role, rng):
     """Pairs (A, B) from held-out Brown texts; label 1 if B directly follows A, else 0."""
     cands = []  # (doc_id, A, B)
     for doc_id, _g, sents, heads, _tags in brown_docs:
         if roles[doc_id] != role:
             continue
-        text = [detok(w) for w in sents]
-        ok = [not heads[i] and _PROSE.match(text[i]) is not None
-              and NS_MIN_WORDS <= len(norm(text[i]).split()) <= NS_MAX_WORDS for i in range(len(text))]
+        text, ok = _pairable(sents, heads)
         for i in range(0, len(text) - 1, 2):  # non-overlapping windows: every sentence used once
             if ok[i] and ok[i + 1]:
                 cands.append((doc_id, text[i], text[i + 1]))
@@ -193,15 +203,13 @@ def make_word_scramble(brown_docs, roles, role, rng, index, used: set, removed: 
 def make_next_sentence_same_doc(brown_docs, roles, role, rng, gap=3):
     """ebs-3's next-sentence: pairs (A, B) from one held-out Brown text; label 1 if B directly follows A,
     0 if B is a sentence of the SAME text at least `gap` sentences after A (ebs-2's negatives came from another
-    text, so topic alone told them apart). Every sentence is used once; labels alternate over the shuffled
-    candidates, so they balance to within one."""
+    text, so topic alone told them apart). Every sentence is used once; each pair's label is drawn at random,
+    then the larger class is cut to the smaller's size."""
     out = []
     for doc_id, _g, sents, heads, _tags in brown_docs:
         if roles[doc_id] != role:
             continue
-        text = [detok(w) for w in sents]
-        ok = [not heads[i] and _PROSE.match(text[i]) is not None
-              and NS_MIN_WORDS <= len(norm(text[i]).split()) <= NS_MAX_WORDS for i in range(len(text))]
+        text, ok = _pairable(sents, heads)
         free = [i for i in range(len(text)) if ok[i]]
         used: set[int] = set()
         order = list(free)
