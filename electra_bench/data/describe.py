@@ -6,6 +6,7 @@ docs/data.md); `render_inspect(info)` turns it into rich tables for humans.
 
 from __future__ import annotations
 
+import json
 import os
 from array import array
 from pathlib import Path
@@ -32,7 +33,7 @@ def inspect_path(path: str | os.PathLike | None, *, tokenizer=None) -> dict[str,
     WordPiece tokens when a `tokenizer` is given.
     """
     if path is None or str(path) == "suite" or is_suite_name(path):
-        return _suite_info(load_suite(None if path is None or str(path) == "suite" else str(path)), tokenizer)
+        return _suite_info(load_suite(str(path) if is_suite_name(path) else None), tokenizer)
     s = str(path)
     if s.startswith("hf:"):
         if s[3:].split("/")[-1].lower() == "glue":
@@ -243,8 +244,6 @@ def suites_info() -> list[dict[str, Any]]:
         except BenchError as e:
             out.append({"name": name, "installed": False, "error": str(e)})
             continue
-        import json
-
         raw = {t["name"]: t for t in json.loads((suite.path / "suite.json").read_text(encoding="utf-8"))["tasks"]}
         kinds = [t.kind or t.name for t in suite.tasks]
         out.append({"name": suite.name, "installed": True, "version": suite.version, "path": str(suite.path),

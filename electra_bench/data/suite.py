@@ -76,7 +76,7 @@ def is_suite_dir(path: str | os.PathLike) -> bool:
 
 def load_suite(path: str | os.PathLike | None = None) -> Suite:
     """Read and validate suite.json (`path`: a directory, or an embedded suite's name; None: LEGACY_SUITE)."""
-    d = suite_dir(None if path is None else str(path)) if path is None or is_suite_name(path) else Path(path)
+    d = Path(path) if path is not None and not is_suite_name(path) else suite_dir(path and str(path))
     f = d / "suite.json"
     if not f.is_file():
         if path is None or is_suite_name(path):
