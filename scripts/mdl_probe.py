@@ -1,0 +1,119 @@
+#!/usr/bin/env python
+"""The online-code (MDL) column of docs/suite.md's sensitivity table, measured on a finished compare run.
+
+For each pre-training seed of RUN: the untrained encoder of that seed and each objective's final checkpoint;
+for each classification task: the probe protocol's training pool (the same seed-independent sample of
+`probe_pool` examples, then `probe_examples` of it per evaluation seed, as the probe draws them), its labels
+sent with the online code of electra_bench/score/mdl.py in a seed-dependent order. Per task and objective:
+the bits an example the trained encoder saves over the untrained one (paired by pre-training and evaluation
+seed), its standard error over those pairs, z = saving / SE and the 95% CI (Student's t over the pairs: with
+3 pairs its quantile is 4.30, so a task separates at z above 4.3, not 2); the CPU seconds per encoder (all
+tasks, one evaluation seed), for the sensitivity per CPU-second.
+
+    python scripts/mdl_probe.py RUN [--seeds 3] [--json FILE] [--md]
+
+The SE is over the seed pairs (which examples, in which order): with one pre-training seed it leaves out
+the pre-training seed's noise, as the probe's one-seed intervals do.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+from electra_bench.data.task_sources import load_tasks
+from electra_bench.experiments.references import spec_of_run
+from electra_bench.experiments.work import prepare
+from electra_bench.objectives import initial_encoder
+from electra_bench.pretrain import checkpoint
+from electra_bench.score.finetune import _features_for, _sample
+from electra_bench.score.mdl import online_codelength
+from electra_bench.score.scoring import recipe_for
+
+
+def encoders(run: Path, spec, p):
+    """(label, pre-training seed, encoder): the untrained encoder and every objective's final checkpoint."""
+    for s in range(spec.pretrain_seeds):
+        yield "init", s, initial_encoder(p.model.encoder, s)
+        for objective in spec.objectives:
+            ckpt = run / "pretrain" / objective / f"seed-{s}" / "checkpoints" / "frac-1.0000"
+            yield objective, s, checkpoint.load_encoder(ckpt)[0]
+
+
+def measure(run: Path, seeds: int) -> dict:
+    spec = spec_of_run(json.loads((run / "config.json").read_text()), device="cpu")
+    data, p, _, _ = prepare(spec)
+    recipe = recipe_for({"seq_len": p.schedule.seq_len}, "probe", probe_pool=spec.probe_pool,
+                        probe_examples=spec.probe_examples)
+    tasks = [t for t in load_tasks(spec.source, list(spec.tasks) if spec.tasks else None) if not t.spec.regression]
+    bits: dict = {}  # (label, pretrain seed, task, eval seed) -> bits per example
+    cpu: dict = {}  # label -> CPU seconds per encoder and evaluation seed, all tasks
+    for label, s, encoder in encoders(run, spec, p):
+        t0, cache = time.process_time(), {}
+        for task in tasks:
+            train = task.splits["train"]
+            pool = _sample(len(train), recipe.probe_pool, -1)
+            y_all = np.array([ex.label for ex in train], dtype=np.int64)
+            for e in range(seeds):
+                idx = pool[_sample(len(pool), recipe.probe_examples, e)]
+                X = _features_for(cache, (task.spec.name, "train"), encoder, data.tokenizer, train, idx,
+                                  recipe.max_len, "cpu")
+                code = online_codelength(X, y_all[idx], task.spec.num_labels, seed=e)
+                bits[(label, s, task.spec.name, e)] = (code.bits_per_example, code.compression)
+        cpu.setdefault(label, []).append((time.process_time() - t0) / seeds)
+        print(f"{label} seed {s}: {cpu[label][-1]:.1f} CPU-s per evaluation seed", file=sys.stderr)
+    rows = []
+    for task in tasks:
+        name = task.spec.name
+        for objective in spec.objectives:
+            pairs = [(bits[("init", s, name, e)][0] - bits[(objective, s, name, e)][0])
+                     for s in range(spec.pretrain_seeds) for e in range(seeds)]
+            mean = statistics.fmean(pairs)
+            se = statistics.stdev(pairs) / len(pairs) ** 0.5 if len(pairs) > 1 else float("nan")
+            half = float(stats.t.ppf(0.975, len(pairs) - 1)) * se if len(pairs) > 1 else float("nan")
+            rows.append({"task": name, "objective": objective, "pairs": len(pairs),
+                         "untrained_bits": statistics.fmean(bits[("init", s, name, e)][0]
+                                                            for s in range(spec.pretrain_seeds) for e in range(seeds)),
+                         "untrained_compression": statistics.fmean(
+                             bits[("init", s, name, e)][1] for s in range(spec.pretrain_seeds) for e in range(seeds)),
+                         "compression": statistics.fmean(bits[(objective, s, name, e)][1]
+                                                         for s in range(spec.pretrain_seeds) for e in range(seeds)),
+                         "saving_bits": mean, "se": se, "z": mean / se if se and se > 0 else None,
+                         "ci": [mean - half, mean + half], "separates": mean - half > 0})
+    return {"run": str(run), "seeds": seeds, "rows": rows,
+            "cpu_s_per_encoder_seed": {k: statistics.fmean(v) for k, v in cpu.items()}}
+
+
+def markdown(result: dict) -> str:
+    out = ["| task | untrained: bits/example (compression) | objective | compression | saving, bits/example "
+           "[95% CI] (z) |", "|---|---|---|---|---|"]
+    for r in result["rows"]:
+        z = "n/a" if r["z"] is None else f"{r['z']:+.1f}"
+        out.append(f"| {r['task']} | {r['untrained_bits']:.3f} ({r['untrained_compression']:.3f}) | {r['objective']} "
+                   f"| {r['compression']:.3f} | {r['saving_bits']:+.4f} [{r['ci'][0]:+.4f}, {r['ci'][1]:+.4f}] (z {z})"
+                   + (" * |" if r["separates"] else " |"))
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("run", type=Path)
+    ap.add_argument("--seeds", type=int, default=3, help="evaluation seeds (which examples, in which order)")
+    ap.add_argument("--json", type=Path, help="write the result here")
+    ap.add_argument("--md", action="store_true", help="print a Markdown table")
+    args = ap.parse_args(argv)
+    result = measure(args.run, args.seeds)
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1) + "\n")
+    print(markdown(result) if args.md else json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
