@@ -6,7 +6,7 @@ For every task of each run given, at the run's final checkpoint and for each obj
 its 95% CI, and the sensitivity z = (trained - untrained) / its standard error. A task separates when some
 objective's CI excludes 0 above it.
 
-    python scripts/suite_sensitivity.py RUN[:LABEL] ... [--md] [--json FILE]
+    python scripts/suite_sensitivity.py RUN[:LABEL] ... [--mdl FILE[:LABEL]] [--md] [--json FILE]
 
 The runs must be scored on the candidates build of ebs-3 (scripts/build_suite.py --suite ebs-3 --candidates)
 with the same protocol, e.g. the default budget (2 pre-training seeds) and 1.2e14.
@@ -46,30 +46,38 @@ def rows_of(run: Path, label: str) -> list[dict]:
     return out
 
 
+def rows_of_mdl(path: Path, label: str) -> list[dict]:
+    """The same rows from scripts/mdl_probe.py's JSON: the saving in millibits an example (untrained - trained
+    codelength; positive: the trained encoder's features transmit the labels in fewer bits)."""
+    result = json.loads(path.read_text(encoding="utf-8"))
+    return [{"run": label, "protocol": "mdl", "objective": r["objective"], "task": r["task"], "kind": None,
+             "untrained": r["untrained_bits"] * 1000, "difference": r["saving_bits"] * 1000,
+             "ci": [c * 1000 for c in r["ci"]], "se": r["se"] * 1000, "z": r["z"], "separates": r["separates"]}
+            for r in result["rows"]]
+
+
 def table(rows: list[dict], md: bool) -> str:
+    """One row per task, one column per measurement: "M +d (z), R +d (z)", `*` where that objective's CI
+    lies above 0."""
     runs = list(dict.fromkeys(r["run"] for r in rows))
     tasks = list(dict.fromkeys(r["task"] for r in rows))
-    head = ["task", "kind"] + [f"{run}: untrained, MLM - u (z), RTD - u (z)" for run in runs]
+    head = ["task", "kind"] + runs
     lines = []
     for t in tasks:
         cells = [t, next((r["kind"] for r in rows if r["task"] == t and r["kind"]), "-") or "-"]
         for run in runs:
             mine = {r["objective"]: r for r in rows if r["task"] == t and r["run"] == run}
-            if not mine:
-                cells.append("-")
-                continue
-            u = next(iter(mine.values()))["untrained"]
-            parts = [f"{u:.1f}" if u is not None else "?"]
-            for o in ("mlm", "rtd"):
+            parts = []
+            for o, letter in (("mlm", "M"), ("rtd", "R")):
                 r = mine.get(o)
-                if r is None:
-                    parts.append("-")
-                    continue
-                z = f"{r['z']:+.1f}" if r["z"] is not None else "n/a"
-                parts.append(f"{r['difference']:+.1f} [{r['ci'][0]:+.1f}, {r['ci'][1]:+.1f}] (z {z})"
-                             + (" *" if r["separates"] else ""))
-            cells.append(", ".join(parts))
+                if r is not None:
+                    z = f"{r['z']:+.1f}" if r["z"] is not None else "n/a"
+                    parts.append(f"{letter} {r['difference']:+.1f} ({z})" + ("*" if r["separates"] else ""))
+            cells.append(", ".join(parts) or "-")
         lines.append(cells)
+    separated = {run: sum(any(r["separates"] for r in rows if r["task"] == t and r["run"] == run) for t in tasks)
+                 for run in runs}
+    lines.append(["tasks separated", ""] + [str(separated[run]) for run in runs])
     if md:
         out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         out += ["| " + " | ".join(c) + " |" for c in lines]
@@ -80,6 +88,7 @@ def table(rows: list[dict], md: bool) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("runs", nargs="+", help="RUN_DIR[:LABEL]")
+    ap.add_argument("--mdl", action="append", default=[], help="FILE[:LABEL]: scripts/mdl_probe.py's JSON")
     ap.add_argument("--md", action="store_true", help="a Markdown table (docs/suite.md)")
     ap.add_argument("--json", dest="json_out", default=None, help="also write every row here")
     args = ap.parse_args(argv)
@@ -91,6 +100,9 @@ def main(argv=None) -> int:
             print(f"error: {run / 'summary.json'}: missing (a finished compare run?)", file=sys.stderr)
             return 2
         rows += rows_of(run, label or run.name)
+    for spec in args.mdl:
+        path, _, label = spec.partition(":")
+        rows += rows_of_mdl(Path(path), label or Path(path).stem)
     print(table(rows, args.md))
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
