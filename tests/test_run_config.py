@@ -65,8 +65,8 @@ def test_committed_runs_are_found():
 
 @pytest.mark.parametrize("run_file", STORED_RUNS, ids=lambda p: str(p.relative_to(RESULTS)))
 def test_committed_runs_keep_their_identity(run_file):
-    """What resumes a pre-training run: its run.json (schema 1 for every committed run) must read as the
-    config that run's config.json resolves to now, so a rerun continues it instead of refusing it. The
+    """What resumes a pre-training run: its run.json (schema 1, or the config tree for runs made since) must
+    read as the config that run's config.json resolves to now, so a rerun continues it instead of refusing it. The
     run's compare identity (config.json, hashed into its id) must read back unchanged too."""
     stored = json.loads(run_file.read_text())
     run_root = run_file.parents[3]
@@ -74,7 +74,9 @@ def test_committed_runs_keep_their_identity(run_file):
     spec = spec_of_run(config)
     assert spec.to_dict() == config
     objective = run_file.parent.parent.name
-    vocab = stored["preset"]["encoder"]["vocab_size"]  # the tokenizer's, as data preparation sets it
+    # the tokenizer's, as data preparation sets it: schema 1 (flat) or the config tree (results/multiseed-ebs3)
+    tree = stored["preset"].get("model", stored["preset"])
+    vocab = tree["encoder"]["vocab_size"]
     now = spec.resolved_preset().with_knobs(vocab_size=vocab).for_objective(objective)
     assert RunConfig.from_dict(stored["preset"]) == now
     assert comparable_identity(stored) == comparable_identity({**stored, "preset": now.to_dict()})
