@@ -68,24 +68,24 @@ def measure(run: Path, seeds: int) -> dict:
                 bits[(label, s, task.spec.name, e)] = (code.bits_per_example, code.compression)
         cpu.setdefault(label, []).append((time.process_time() - t0) / seeds)
         print(f"{label} seed {s}: {cpu[label][-1]:.1f} CPU-s per evaluation seed", file=sys.stderr)
+    pairs_of = [(s, e) for s in range(spec.pretrain_seeds) for e in range(seeds)]
+
+    def mean(label, name, i):  # i: 0 bits an example, 1 compression
+        return statistics.fmean(bits[(label, s, name, e)][i] for s, e in pairs_of)
+
     rows = []
     for task in tasks:
         name = task.spec.name
         for objective in spec.objectives:
-            pairs = [(bits[("init", s, name, e)][0] - bits[(objective, s, name, e)][0])
-                     for s in range(spec.pretrain_seeds) for e in range(seeds)]
-            mean = statistics.fmean(pairs)
+            pairs = [bits[("init", s, name, e)][0] - bits[(objective, s, name, e)][0] for s, e in pairs_of]
+            saving = statistics.fmean(pairs)
             se = statistics.stdev(pairs) / len(pairs) ** 0.5 if len(pairs) > 1 else float("nan")
             half = float(stats.t.ppf(0.975, len(pairs) - 1)) * se if len(pairs) > 1 else float("nan")
             rows.append({"task": name, "objective": objective, "pairs": len(pairs),
-                         "untrained_bits": statistics.fmean(bits[("init", s, name, e)][0]
-                                                            for s in range(spec.pretrain_seeds) for e in range(seeds)),
-                         "untrained_compression": statistics.fmean(
-                             bits[("init", s, name, e)][1] for s in range(spec.pretrain_seeds) for e in range(seeds)),
-                         "compression": statistics.fmean(bits[(objective, s, name, e)][1]
-                                                         for s in range(spec.pretrain_seeds) for e in range(seeds)),
-                         "saving_bits": mean, "se": se, "z": mean / se if se and se > 0 else None,
-                         "ci": [mean - half, mean + half], "separates": mean - half > 0})
+                         "untrained_bits": mean("init", name, 0), "untrained_compression": mean("init", name, 1),
+                         "compression": mean(objective, name, 1),
+                         "saving_bits": saving, "se": se, "z": saving / se if se and se > 0 else None,
+                         "ci": [saving - half, saving + half], "separates": saving - half > 0})
     return {"run": str(run), "seeds": seeds, "rows": rows,
             "cpu_s_per_encoder_seed": {k: statistics.fmean(v) for k, v in cpu.items()}}
 
