@@ -6,14 +6,15 @@ for each classification task: the probe protocol's training pool (the same seed-
 `probe_pool` examples, then `probe_examples` of it per evaluation seed, as the probe draws them), its labels
 sent with the online code of electra_bench/score/mdl.py in a seed-dependent order. Per task and objective:
 the bits an example the trained encoder saves over the untrained one (paired by pre-training and evaluation
-seed), its standard error over those pairs, z = saving / SE and the 95% CI (Student's t over the pairs: with
-3 pairs its quantile is 4.30, so a task separates at z above 4.3, not 2); the CPU seconds per encoder (all
-tasks, one evaluation seed), for the sensitivity per CPU-second.
+seed), its standard error, z = saving / SE and the 95% CI (Student's t). With several pre-training seeds the
+interval is over the pre-training seeds, each the mean of its evaluation seeds (4 seeds: t quantile 3.18, so
+a task separates at z above 3.18, not 2); with one, over the evaluation seeds. The CPU seconds per encoder
+(all tasks, one evaluation seed), for the sensitivity per CPU-second.
 
     python scripts/mdl_probe.py RUN [--seeds 3] [--json FILE] [--md]
 
-The SE is over the seed pairs (which examples, in which order): with one pre-training seed it leaves out
-the pre-training seed's noise, as the probe's one-seed intervals do.
+With one pre-training seed the SE is over the evaluation seeds (which examples, in which order) and leaves
+out the pre-training seed's noise, as the probe's one-seed intervals do.
 """
 from __future__ import annotations
 
@@ -44,6 +45,15 @@ def encoders(run: Path, spec, p):
         for objective in spec.objectives:
             ckpt = run / "pretrain" / objective / f"seed-{s}" / "checkpoints" / "frac-1.0000"
             yield objective, s, checkpoint.load_encoder(ckpt)[0]
+
+
+def units_of(pairs: list[float], pretrain_seeds: int, seeds: int) -> list[float]:
+    """The independent units the interval is taken over: with several pre-training seeds, each seed's mean
+    over its evaluation seeds (the evaluation seeds of one encoder share its noise, so counting them as
+    independent would leave the pre-training seed's noise out of the interval); with one, the pairs."""
+    if pretrain_seeds < 2:
+        return pairs
+    return [statistics.fmean(pairs[s * seeds:(s + 1) * seeds]) for s in range(pretrain_seeds)]
 
 
 def measure(run: Path, seeds: int) -> dict:
@@ -78,10 +88,12 @@ def measure(run: Path, seeds: int) -> dict:
         name = task.spec.name
         for objective in spec.objectives:
             pairs = [bits[("init", s, name, e)][0] - bits[(objective, s, name, e)][0] for s, e in pairs_of]
-            saving = statistics.fmean(pairs)
-            se = statistics.stdev(pairs) / len(pairs) ** 0.5 if len(pairs) > 1 else float("nan")
-            half = float(stats.t.ppf(0.975, len(pairs) - 1)) * se if len(pairs) > 1 else float("nan")
-            rows.append({"task": name, "objective": objective, "pairs": len(pairs),
+            units = units_of(pairs, spec.pretrain_seeds, seeds)
+            saving = statistics.fmean(units)
+            se = statistics.stdev(units) / len(units) ** 0.5 if len(units) > 1 else float("nan")
+            half = float(stats.t.ppf(0.975, len(units) - 1)) * se if len(units) > 1 else float("nan")
+            rows.append({"task": name, "objective": objective, "pairs": len(pairs), "units": len(units),
+                         "pair_savings": pairs,
                          "untrained_bits": mean("init", name, 0), "untrained_compression": mean("init", name, 1),
                          "compression": mean(objective, name, 1),
                          "saving_bits": saving, "se": se, "z": saving / se if se and se > 0 else None,

@@ -64,3 +64,19 @@ def test_many_noise_features_do_not_make_the_code_longer_than_uniform():
     X = rng.normal(size=(400, 300))
     X[:, 0] += 0.5 * (2 * y - 1)
     assert online_codelength(X, y, 2, seed=0).compression > 0.97
+
+
+def test_the_interval_is_over_pretraining_seeds_when_there_are_several():
+    """scripts/mdl_probe.py: the evaluation seeds of one encoder share its noise, so with several
+    pre-training seeds the units are the per-seed means (a pre-training seed that disagrees widens the
+    interval however many evaluation seeds it has); with one, the evaluation seeds themselves."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "mdl_probe", Path(__file__).resolve().parents[1] / "scripts" / "mdl_probe.py")
+    mdl_probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mdl_probe)
+    pairs = [1.0, 1.2, 0.8, -1.0, -1.1, -0.9]  # 2 pre-training seeds x 3 evaluation seeds
+    assert mdl_probe.units_of(pairs, 2, 3) == pytest.approx([1.0, -1.0])
+    assert mdl_probe.units_of(pairs[:3], 1, 3) == pairs[:3]
