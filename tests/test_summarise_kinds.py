@@ -72,3 +72,18 @@ def test_a_lead_on_every_kind_rests_on_none(tmp_path):
     s = summary.build_summary(run, specs())
     v = s["verdict"]
     assert v["kind"] == "ranked" and v["carried_by"] == []
+
+
+def test_a_lead_that_turns_without_one_kind_says_the_other_objective_is_ahead(tmp_path):
+    """RTD far ahead on acceptability, behind on the other two kinds: the suite ranks RTD, and leaving
+    acceptability out ranks MLM, so the verdict says "MLM ahead without the acceptability kind", not
+    "not resolved" (issue 38's run reads that way: without acceptability MLM -1.2 [-1.7, -0.7])."""
+    run = make_run(tmp_path, {"scramble": 0.25, "agree": 0.25, "para": -0.08, "senti": -0.08})
+    s = summary.build_summary(run, specs())
+    final = s["protocols"]["probe"]["statistics"]["differences"][-1]
+    assert final["ci"][0] > 0 and final["leave_one_kind_out"]["acceptability"]["ci"][1] < 0
+    v = s["verdict"]
+    assert v["kind"] == "ranked" and v["better"] == "rtd"
+    assert "the acceptability kind" in v["reversed_by"] and "the acceptability kind" in v["carried_by"]
+    assert "MLM ahead without the acceptability kind" in v["verdict"]
+    assert "not resolved without the acceptability kind" not in v["verdict"]

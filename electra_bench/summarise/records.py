@@ -43,6 +43,7 @@ class Verdict:
     n_pretrain_seeds: int | None = None
     plan: dict | None = None
     carried_by: list[str] = field(default_factory=list)
+    reversed_by: list[str] = field(default_factory=list)  # of carried_by: without these the other one is ahead
     verdict: str | None = None  # the sentence reports print
     sequential: dict | None = None  # compare --until-resolved: the looks taken and the boundary (summarise/sequential.py)
 

@@ -397,8 +397,16 @@ def _decide(out: dict, usable: dict, diff: dict | None, stats: Mapping[str, Any]
         # a suite of kinds (ebs-3): a lead that rests on one kind says so too
         out["carried_by"] += [f"the {k} kind" for k, loo in sorted(diff.get("leave_one_kind_out", {}).items())
                               if not holds(loo)]
-        if out["carried_by"]:  # a lead that rests on one task says so
-            out["verdict"] += f"; not resolved without {', '.join(out['carried_by'])}"
+        # without some of them the other objective may be ahead by its CI: "not resolved" would hide that
+        flips = lambda loo: loo["resolved"] and (loo["estimate"] > 0) != (diff["estimate"] > 0)  # noqa: E731
+        out["reversed_by"] = sorted(t for t, loo in diff.get("leave_one_out", {}).items() if flips(loo))
+        out["reversed_by"] += [f"the {k} kind" for k, loo in sorted(diff.get("leave_one_kind_out", {}).items())
+                               if flips(loo)]
+        unresolved = [c for c in out["carried_by"] if c not in out["reversed_by"]]
+        if unresolved:  # a lead that rests on one task says so
+            out["verdict"] += f"; not resolved without {', '.join(unresolved)}"
+        if out["reversed_by"]:
+            out["verdict"] += f"; {LABELS[other]} ahead without {', '.join(out['reversed_by'])}"
         if stats.get("unit") != "pre-training seeds" or (out["n_pretrain_seeds"] or 0) < 2:
             # measured: one seed re-run with another thread count moved a final score by 1.9 points, more
             # than such a CI's half-width (docs/results.md, Reproducibility)
