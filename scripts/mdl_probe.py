@@ -120,7 +120,14 @@ def main(argv=None) -> int:
     ap.add_argument("--json", type=Path, help="write the result here")
     ap.add_argument("--md", action="store_true", help="print a Markdown table")
     args = ap.parse_args(argv)
-    result = measure(args.run, args.seeds)
+    # one thread, as compare's workers run: the CPU seconds are then the work's, not BLAS threads spinning
+    # beside busy cores (measured: 34-37 CPU-s an evaluation seed with them, 4.1-5.4 with one)
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    torch.set_num_threads(1)
+    with threadpool_limits(limits=1):
+        result = measure(args.run, args.seeds)
     if args.json:
         args.json.write_text(json.dumps(result, indent=1) + "\n")
     print(markdown(result) if args.md else json.dumps(result, indent=1))
