@@ -393,17 +393,15 @@ def _decide(out: dict, usable: dict, diff: dict | None, stats: Mapping[str, Any]
                               f"look {seq['deciding'] + 1} of at most {seq['planned']}: the {level} CI of the "
                               f"difference excludes 0)")
         holds = lambda loo: loo["resolved"] and (loo["estimate"] > 0) == (diff["estimate"] > 0)  # noqa: E731
-        out["carried_by"] = sorted(t for t, loo in diff.get("leave_one_out", {}).items() if not holds(loo))
-        # a suite of kinds (ebs-3): a lead that rests on one kind says so too
-        out["carried_by"] += [f"the {k} kind" for k, loo in sorted(diff.get("leave_one_kind_out", {}).items())
-                              if not holds(loo)]
+        # each task left out, then (a suite of kinds, ebs-3) each kind: a lead that rests on one says so
+        left_out = sorted(diff.get("leave_one_out", {}).items()) + [
+            (f"the {k} kind", loo) for k, loo in sorted(diff.get("leave_one_kind_out", {}).items())]
+        out["carried_by"] = [name for name, loo in left_out if not holds(loo)]
         # without some of them the other objective may be ahead by its CI: "not resolved" would hide that
         flips = lambda loo: loo["resolved"] and (loo["estimate"] > 0) != (diff["estimate"] > 0)  # noqa: E731
-        out["reversed_by"] = sorted(t for t, loo in diff.get("leave_one_out", {}).items() if flips(loo))
-        out["reversed_by"] += [f"the {k} kind" for k, loo in sorted(diff.get("leave_one_kind_out", {}).items())
-                               if flips(loo)]
-        unresolved = [c for c in out["carried_by"] if c not in out["reversed_by"]]
-        if unresolved:  # a lead that rests on one task says so
+        out["reversed_by"] = [name for name, loo in left_out if flips(loo)]
+        unresolved = [name for name, loo in left_out if not loo["resolved"]]
+        if unresolved:
             out["verdict"] += f"; not resolved without {', '.join(unresolved)}"
         if out["reversed_by"]:
             out["verdict"] += f"; {LABELS[other]} ahead without {', '.join(out['reversed_by'])}"
