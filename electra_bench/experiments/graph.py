@@ -23,6 +23,7 @@ from .. import presets
 from ..data.task_sources import load_tasks
 from ..data.tokenizer import Tokenizer
 from ..errors import BenchError
+from ..score import tuning
 from ..score.scoring import recipe_for
 from ..store.layout import PretrainLayout, RunLayout
 from ..store import provenance
@@ -114,8 +115,9 @@ def pretrain_finished(layout: PretrainLayout, plan, tokenizer_sha: str | None) -
 
 def task_groups(spec: CompareSpec, names: list[str]) -> list[list[str]]:
     """Tasks scored by one job: all of them for the probe (minutes per encoder on a CPU), one each for
-    fine-tuning (hours per task on GLUE: MNLI alone is a third of the work), so devices stay busy."""
-    return [[n] for n in names] if spec.protocol == "finetune" else [names]
+    fine-tuning, tuned or not (hours per task on GLUE: MNLI alone is a third of the work), so devices stay
+    busy."""
+    return [[n] for n in names] if spec.protocol in ("finetune", "finetune-tuned") else [names]
 
 
 def build_jobs(spec: CompareSpec, plans: dict, tasks: list, preset, layout: RunLayout, run: RunDir | None = None,
@@ -132,7 +134,8 @@ def build_jobs(spec: CompareSpec, plans: dict, tasks: list, preset, layout: RunL
                         probe_examples=spec.probe_examples, max_eval_examples=spec.max_eval_examples)
     forward = sizing.forward_flops_per_sequence(preset, recipe.max_len, spec.convention)
     cost = {n: sizing.task_flops(forward, spec.protocol, *sizes[n], recipe.epochs_for(n), len(seeds),
-                                 spec.probe_pool, spec.max_eval_examples) for n in names}
+                                 spec.probe_pool, spec.max_eval_examples,
+                                 tuning.selection_work(recipe, n, sizes[n][0])) for n in names}
     width = max(1, spec.gpus_per_run)
     pre, score = [], []
     for s in range(spec.pretrain_seeds):

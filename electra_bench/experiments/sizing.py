@@ -39,11 +39,20 @@ def forward_flops_per_sequence(preset, max_len: int, convention: str) -> float:
 
 
 def task_flops(forward: float, protocol: str, n_train: int, n_eval: int, epochs: int, seeds: int,
-               probe_pool: int, max_eval: int | None) -> float:
-    """FLOPs of scoring one encoder on one task with every evaluation seed."""
+               probe_pool: int, max_eval: int | None, tuned: tuple[int, int, int] | None = None) -> float:
+    """FLOPs of scoring one encoder on one task with every evaluation seed. `tuned` (finetune-tuned:
+    score/tuning.selection_work) = (selection examples x epochs, held-out predictions, the most epochs a
+    final fit may take): its selection once per encoder and task, then each seed's final fit, counted at
+    the grid's most epochs (an upper bound: the choice is not known before scoring)."""
     n_eval = min(n_eval, max_eval) if max_eval else n_eval
     if protocol == "finetune":  # each seed fine-tunes its own copy
         return seeds * forward * (FINETUNE_OVER_FORWARD * epochs * n_train + n_eval)
+    if protocol == "finetune-tuned":
+        if tuned is None:
+            raise ValueError("task_flops: finetune-tuned needs its selection's work (tuned=)")
+        selection, heldout, final_epochs = tuned
+        return forward * (FINETUNE_OVER_FORWARD * selection + heldout) + \
+            seeds * forward * (FINETUNE_OVER_FORWARD * final_epochs * n_train + n_eval)
     if protocol == "probe":  # features once per encoder and task; the probes themselves are negligible
         return forward * (min(probe_pool, n_train) + n_eval)
     return seeds * forward * n_eval  # fewshot: a forward per evaluation example and seed

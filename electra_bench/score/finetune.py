@@ -10,10 +10,14 @@ Three protocols, named in every result:
   segments' means (a linear model on the plain mean of both cannot compare the sentences, which is what
   pair tasks ask). Cheap and, at CPU-sized budgets, more sensitive to pre-training than fine-tuning.
 - `fewshot`: the `finetune` recipe on a seed-dependent sample of `fewshot_examples` training examples.
+- `finetune-tuned`: the `finetune` recipe with lr and epochs chosen once per (encoder, task) from a grid on
+  a fixed 90/10 cut of the training split (score/tuning.py); its scores carry `tuned_lr` and `tuned_epochs`
+  (recorded, never scored). Meant for small presets.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -29,6 +33,7 @@ from ..errors import BenchError
 from ..model import Encoder, SequenceClassifier, has_padding
 from ..run_config import FINETUNE_LR, LAYERWISE_LR_DECAY
 from ..pretrain import optim
+from . import tuning
 from .metrics import compute
 
 LONG_TASKS = {"rte": 10, "stsb": 10}  # the paper trains these 10 epochs
@@ -49,6 +54,12 @@ class Recipe:
     max_eval_examples: int | None = None  # cap on dev examples (a fixed sample), for --quick
     fewshot_examples: int = 256
     max_train_examples: int | None = None  # cap for `finetune` on slow machines (None: all)
+    # finetune-tuned's selection (score/tuning.py): the grid, and caps on its fitting and held-out parts
+    tune_lrs: tuple[float, ...] = (1e-4, 3e-4, 1e-3, 3e-3)
+    tune_epochs: tuple[int, ...] = (3, 10)
+    tune_max_train: int | None = 2000
+    tune_search: str = "coordinate"  # or "grid": every point
+    tune_max_heldout: int | None = 2000
 
     def epochs_for(self, task: str) -> int:
         return LONG_TASKS.get(task.lower().replace("-", ""), self.epochs) if self.epochs == 3 else self.epochs
@@ -229,10 +240,10 @@ def initial_classifier(encoder_state: dict, encoder_cfg, num_labels: int, seed: 
 
 
 def finetune(encoder_state: dict, encoder_cfg, task, tokenizer, recipe: Recipe, seed: int, device,
-             record: dict | None = None) -> dict:
+             record: dict | None = None, epochs: int | None = None) -> dict:
     """Fine-tune a fresh copy of the encoder on one task with one seed; returns dev metrics (and puts the
     per-example predictions per split in `record`, when given)."""
-    model = fit_classifier(encoder_state, encoder_cfg, task, tokenizer, recipe, seed, device)
+    model = fit_classifier(encoder_state, encoder_cfg, task, tokenizer, recipe, seed, device, epochs=epochs)
     results = {}
     for split in _eval_splits(task):
         metrics, outputs = score_classifier(model, task, tokenizer, recipe, split, device)
@@ -248,13 +259,14 @@ def _predictions(spec, outputs: np.ndarray) -> np.ndarray:
     return outputs[:, 0].astype(np.float64) if spec.regression else outputs.argmax(-1)
 
 
-def fit_classifier(encoder_state: dict, encoder_cfg, task, tokenizer, recipe: Recipe, seed: int, device
-                   ) -> SequenceClassifier:
-    """The paper's fine-tuning loop on one task with one seed: the trained classifier (in eval mode)."""
+def fit_classifier(encoder_state: dict, encoder_cfg, task, tokenizer, recipe: Recipe, seed: int, device,
+                   epochs: int | None = None) -> SequenceClassifier:
+    """The paper's fine-tuning loop on one task with one seed: the trained classifier (in eval mode).
+    `epochs` (finetune-tuned's choice) replaces the recipe's epochs for the task."""
     spec = task.spec
     model = initial_classifier(encoder_state, encoder_cfg, spec.num_labels, seed).to(device)
     train = training_examples(task, recipe, seed)
-    epochs = recipe.epochs_for(spec.name)
+    epochs = recipe.epochs_for(spec.name) if epochs is None else epochs
     steps_per_epoch = math.ceil(len(train) / recipe.batch_size)
     total = max(1, epochs * steps_per_epoch)
     opt = torch.optim.AdamW(
@@ -296,6 +308,13 @@ def score_classifier(model: SequenceClassifier, task, tokenizer, recipe: Recipe,
     split's order)."""
     spec = task.spec
     examples = task.splits[split]
+    outputs = classifier_outputs(model, spec, examples, tokenizer, recipe, device)
+    return _score(spec, _predictions(spec, outputs), _labels_array(examples, spec.regression), split), outputs
+
+
+@torch.no_grad()
+def classifier_outputs(model: SequenceClassifier, spec, examples, tokenizer, recipe: Recipe, device) -> np.ndarray:
+    """A fine-tuned classifier's outputs ((N, labels), in the examples' order)."""
     order = _by_length(examples)
     outputs = np.zeros((len(examples), spec.num_labels), dtype=np.float32)
     parts = []  # kept on the device and copied once at the end: no wait for the device per batch
@@ -307,14 +326,36 @@ def score_classifier(model: SequenceClassifier, task, tokenizer, recipe: Recipe,
                            padded).float())
     if parts:
         outputs[order] = torch.cat(parts).cpu().numpy()
-    return _score(spec, _predictions(spec, outputs), _labels_array(examples, spec.regression), split), outputs
+    return outputs
 
 
 def evaluate(encoder: Encoder, task, tokenizer, recipe: Recipe, seed: int, device, cache: dict | None = None,
              record: dict | None = None) -> dict:
     """Score one encoder on one task with one seed under the recipe's protocol; `record` (a dict) receives
     {split: (predictions, labels, example indices, dev sha256)}."""
-    if require("protocol", recipe.protocol, PROTOCOLS) == "probe":
+    protocol = require("protocol", recipe.protocol, PROTOCOLS)
+    if protocol == "probe":
         return probe(encoder.to(device), task, tokenizer, recipe, seed, device, cache, record)
     state = {k: v.detach().cpu().clone() for k, v in encoder.state_dict().items()}  # finetune, fewshot
-    return finetune(state, encoder.cfg, task, tokenizer, recipe, seed, device, record)
+    if protocol != "finetune-tuned":
+        return finetune(state, encoder.cfg, task, tokenizer, recipe, seed, device, record)
+    cache = cache if cache is not None else {}
+    key = ("finetune-tuned", task.spec.name, recipe)  # once per (encoder, task): cache is one encoder's
+    if key not in cache:
+        cache[key] = tuning.choose(task, recipe, selection_fit(state, encoder.cfg, tokenizer, recipe, device))
+    choice = cache[key]
+    results = finetune(state, encoder.cfg, task, tokenizer, dataclasses.replace(recipe, lr=choice.lr), seed, device,
+                       record, epochs=choice.epochs)
+    return {**results, "tuned_lr": float(choice.lr), "tuned_epochs": float(choice.epochs)}
+
+
+def selection_fit(state: dict, encoder_cfg, tokenizer, recipe: Recipe, device):
+    """finetune-tuned's fit_predict (score/tuning.choose): this loop with the grid point's lr and epochs,
+    the fixed selection seed, all of the (capped) fitting part."""
+    fit_recipe = dataclasses.replace(recipe, protocol="finetune", max_train_examples=None)
+
+    def fit_predict(part, held, lr: float, epochs: int) -> np.ndarray:
+        model = fit_classifier(state, encoder_cfg, part, tokenizer, dataclasses.replace(fit_recipe, lr=lr),
+                               tuning.SELECTION_SEED, device, epochs=epochs)
+        return _predictions(part.spec, classifier_outputs(model, part.spec, held, tokenizer, recipe, device))
+    return fit_predict
