@@ -156,7 +156,7 @@ def _task_info(td) -> dict[str, Any]:
     return {"name": spec.name, "text_fields": list(spec.text_fields),
             "labels": list(spec.labels) if spec.labels is not None else None, "regression": spec.regression,
             "metrics": list(spec.metrics), "primary": spec.primary, "eval_splits": list(spec.eval_splits),
-            "source": td.source, "splits": splits}
+            "source": td.source, "splits": splits, "minimal_pairs": spec.minimal_pairs}
 
 
 def _tasks_info(path: str, layout: str, tasks) -> dict[str, Any]:
@@ -212,7 +212,9 @@ def _tasks_table(tasks: list[dict]):
     for task in tasks:
         first = True
         for split, s in task["splits"].items():
-            if s["label_balance"]:
+            if task.get("minimal_pairs"):
+                labels = "minimal pairs (good/bad)"
+            elif s["label_balance"]:
                 labels = " ".join(f"{k}:{v:.0%}" for k, v in s["label_balance"].items())
             elif s["score"]:
                 labels = f"score {s['score']['mean']:.2f}±{s['score']['std']:.2f}"
@@ -252,7 +254,8 @@ def suites_info() -> list[dict[str, Any]]:
                     "kinds": sorted(set(kinds), key=kinds.index),
                     "tasks": [{"name": t.name, "kind": t.kind, "primary": t.primary, "pair": len(t.text_fields) == 2,
                                "regression": t.regression, "sizes": raw[t.name].get("sizes"),
-                               "derived": raw[t.name].get("derived")} for t in suite.tasks]})
+                               "derived": raw[t.name].get("derived"), "minimal_pairs": t.minimal_pairs}
+                              for t in suite.tasks]})
     return out
 
 
@@ -266,7 +269,8 @@ def render_suites(info: list[dict[str, Any]]) -> Table:
             continue
         for i, t in enumerate(s["tasks"]):
             sizes = t["sizes"] or {}
+            note = " (minimal pairs, zero-shot)" if t.get("minimal_pairs") else " (derived)" if t["derived"] else ""
             table.add_row(f"{s['name']} (v{s['version']}; {s['score']})" if i == 0 else "", t["kind"] or "-",
-                          t["name"] + (" (derived)" if t["derived"] else ""), t["primary"],
-                          str(sizes.get("train", "?")), str(sizes.get("dev", "?")))
+                          t["name"] + note, t["primary"],
+                          "-" if t.get("minimal_pairs") else str(sizes.get("train", "?")), str(sizes.get("dev", "?")))
     return table

@@ -8,7 +8,10 @@ Layout (built by scripts/build_suite.py into electra_bench/assets/suite/):
     <task>/dev.tsv.gz     then "label"
 
 TaskEntry = {"name", "text_fields", "labels" (list of label strings, or null for regression),
-"regression", "metrics", "primary", "description", "source", "license", optional "kind"}. When the tasks
+"regression", "metrics", "primary", "description", "source", "license", optional "kind", optional
+"minimal_pairs"}. A minimal-pairs task (``"minimal_pairs": true``; ebs-3's pairs-* tasks) has only
+<task>/dev.tsv.gz with the columns sentence_good, sentence_bad, paradigm, labels null and metrics
+["accuracy"]: it is read zero-shot (does the encoder prefer the good sentence), not by a probe. When the tasks
 name kinds, the suite score is the mean over kinds of the mean over each kind's tasks (ebs-3), so no kind
 holds more than its share; without kinds (ebs-2) every task is its own kind: the mean over tasks.
 """
@@ -56,6 +59,9 @@ class SuiteTask:
     source: str = ""
     license: str = ""
     kind: str | None = None  # GLUE's kind of task (acceptability, paraphrase, ...); the score is a mean over kinds
+    # minimal pairs (BLiMP kind): dev.tsv.gz only, columns sentence_good, sentence_bad, paradigm; scored zero-shot
+    # (does the encoder's own head prefer the good sentence), never by a probe or fine-tuning
+    minimal_pairs: bool = False
 
 
 @dataclass(frozen=True)
@@ -119,6 +125,18 @@ def _task(f: Path, i: int, t) -> SuiteTask:
         raise BenchError(f"{where}: text_fields must be a list of 1 or 2 column names")
     regression = bool(t["regression"])
     labels = t["labels"]
+    minimal_pairs = t.get("minimal_pairs", False)
+    if not isinstance(minimal_pairs, bool):
+        raise BenchError(f"{where}: minimal_pairs must be true or false (or absent)")
+    if minimal_pairs:
+        if len(fields) != 2 or labels is not None or regression or t["metrics"] != ["accuracy"] \
+                or t["primary"] != "accuracy":
+            raise BenchError(f"{where}: a minimal-pairs task has 2 text_fields (good, bad), labels null, regression "
+                             f"false and metrics [\"accuracy\"]")
+        return SuiteTask(name=str(name), text_fields=tuple(fields), labels=None, regression=False,
+                         metrics=("accuracy",), primary="accuracy", description=str(t.get("description", "")),
+                         source=str(t.get("source", "")), license=str(t.get("license", "")),
+                         kind=_kind(where, t.get("kind")), minimal_pairs=True)
     if regression and labels is not None:
         raise BenchError(f"{where}: a regression task has labels null")
     if not regression and (not isinstance(labels, list) or len(labels) < 2):

@@ -19,10 +19,12 @@ import os
 from pathlib import Path
 from typing import Sequence
 
-from ..errors import BenchError
+from ..errors import BenchError, at
 from . import glue
 from .suite import is_suite_dir, is_suite_name, load_suite
-from .tasks import TaskData, TaskSpec, read_tsv_examples, select
+from .tasks import Example, TaskData, TaskSpec, TsvFile, read_tsv_examples, select
+
+PAIR_COLUMNS = ("sentence_good", "sentence_bad", "paradigm")  # a minimal-pairs task's dev.tsv.gz
 
 
 def check_source(source: str | os.PathLike) -> Path:
@@ -63,7 +65,15 @@ def load_suite_tasks(suite, names: Sequence[str] | None) -> list[TaskData]:
         if t.name not in chosen:
             continue
         spec = TaskSpec(name=t.name, text_fields=t.text_fields, labels=t.labels, regression=t.regression,
-                        metrics=t.metrics, primary=t.primary, kind=t.kind)
+                        metrics=t.metrics, primary=t.primary, kind=t.kind, minimal_pairs=t.minimal_pairs)
+        if t.minimal_pairs:
+            f = _first_existing(suite.task_dir(t.name), ("dev.tsv.gz", "dev.tsv"))
+            if f is None:
+                raise BenchError(f"{suite.task_dir(t.name) / 'dev.tsv.gz'}: missing dev split of minimal-pairs "
+                                 f"task '{t.name}'")
+            out.append(TaskData(spec=spec, splits={"dev": read_minimal_pairs(f, t.text_fields)},
+                                source=str(suite.task_dir(t.name))))
+            continue
         splits = {}
         for split in ("train", "dev", "test"):
             f = _first_existing(suite.task_dir(t.name), (f"{split}.tsv.gz", f"{split}.tsv"))
@@ -77,6 +87,27 @@ def load_suite_tasks(suite, names: Sequence[str] | None) -> list[TaskData]:
                                               optional_label=split == "test")
         out.append(TaskData(spec=spec, splits=splits, source=str(suite.task_dir(t.name))))
     out.sort(key=lambda td: chosen.index(td.spec.name))
+    return out
+
+
+def read_minimal_pairs(path: Path, text_fields=PAIR_COLUMNS[:2]) -> list[Example]:
+    """A minimal-pairs file (header sentence_good, sentence_bad, paradigm) as Example(text_a=good,
+    text_b=bad, label=None); a malformed row is one line naming file:line."""
+    f = TsvFile(path)
+    for col in (*text_fields, PAIR_COLUMNS[2]):
+        f.column(col)
+    good, bad, paradigm = f.column(text_fields[0]), f.column(text_fields[1]), f.column(PAIR_COLUMNS[2])
+    out = []
+    for lineno, fields in f.rows():
+        if not fields[good].strip() or not fields[bad].strip():
+            raise BenchError(f"{at(path, lineno)}: an empty sentence (a minimal pair needs a good and a bad one)")
+        if fields[good] == fields[bad]:
+            raise BenchError(f"{at(path, lineno)}: the good and the bad sentence are the same")
+        if not fields[paradigm].strip():
+            raise BenchError(f"{at(path, lineno)}: an empty paradigm (e.g. is/are:sg)")
+        out.append(Example(fields[good], fields[bad], None))
+    if not out:
+        raise BenchError(f"{path}: no minimal pairs (an empty split); expected at least one row")
     return out
 
 

@@ -27,6 +27,7 @@ class TaskSpec:
     primary: str
     eval_splits: tuple[str, ...] = ("dev",)  # MNLI: ("dev_matched", "dev_mismatched")
     kind: str | None = None  # the suite's kind (sentiment, paraphrase...): its score averages kinds, then tasks
+    minimal_pairs: bool = False  # (good, bad) sentence pairs read zero-shot: dev only, text_a good, text_b bad, no label
 
     @property
     def num_labels(self) -> int:

@@ -215,12 +215,10 @@ def flip(words: list[str], i: int) -> list[str]:
     return out
 
 
-def _split_rows(brown_docs, roles, split_roles, rng, used: set, stats: dict):
-    sent_stats = Counter()
-    cand_sites = Counter()  # pair -> sites with the right word and tag, in kept-shape sentences
-    tag_mismatch = Counter()
-    excluded = Counter()
-    # pass 1: sentences of the right shape
+def shaped_sentences(brown_docs, roles, split_roles, sent_stats: Counter) -> list:
+    """The sentences of the texts whose role is in ``split_roles`` that pass the sentence filters of the
+    module docstring (headline, ending, prose shape, length; each drop counted in ``sent_stats``), as
+    ``(words, tags, text)`` in corpus order (minimal_pairs.py reads the same sentences)."""
     shaped = []  # (words, tags, text)
     for doc in brown_docs:
         if roles.get(doc.doc_id) not in split_roles:
@@ -241,6 +239,16 @@ def _split_rows(brown_docs, roles, split_roles, rng, used: set, stats: dict):
                 sent_stats["length"] += 1
                 continue
             shaped.append((words, tags, text))
+    return shaped
+
+
+def _split_rows(brown_docs, roles, split_roles, rng, used: set, stats: dict):
+    sent_stats = Counter()
+    cand_sites = Counter()  # pair -> sites with the right word and tag, in kept-shape sentences
+    tag_mismatch = Counter()
+    excluded = Counter()
+    # pass 1: sentences of the right shape
+    shaped = shaped_sentences(brown_docs, roles, split_roles, sent_stats)
     sources = {norm(text) for _w, _t, text in shaped}
     # pass 2: valid sites, one picked per sentence
     groups = defaultdict(list)  # (pair, word) -> [(words, site, text)]
