@@ -179,3 +179,21 @@ def test_recorded_choices_are_not_scored_by_the_summary(tmp_path):
     assert b["points"][0]["tasks"]["toy"]["primary_metric"] == "accuracy"
     assert b["statistics"]["differences"] == a["statistics"]["differences"]
     assert recorded["verdict"] == plain["verdict"]
+
+
+def test_the_finetune_command_reports_the_choice_and_the_grid(tokenizer, monkeypatch):
+    """`electra-bench finetune CHECKPOINT --protocol finetune-tuned --json`'s result (score_checkpoint), on the
+    default grid: tuned_lr / tuned_epochs among its results and rows, the grid in its recipe."""
+    from electra_bench.score import scoring
+
+    meta = {"seq_len": 16, "objective": "mlm", "train_flops": 1.0}
+    monkeypatch.setattr(scoring, "load_scorable", lambda _: (_encoder(tokenizer.vocab_size), tokenizer, meta))
+    monkeypatch.setattr(scoring, "load_tasks", lambda source, names: [_keyword_task()])
+    out = scoring.score_checkpoint("ckpt", None, None, 2, "finetune-tuned", "cpu")
+    results = {r["metric"]: r for r in out["results"]}
+    assert set(results) == {"accuracy", "tuned_lr", "tuned_epochs"}
+    assert results["tuned_lr"]["min"] == results["tuned_lr"]["max"] in (1e-4, 3e-4, 1e-3, 3e-3)  # once per task
+    assert results["tuned_epochs"]["median"] in (3, 10) and results["accuracy"]["n_seeds"] == 2
+    assert out["recipe"]["tuning"] == {"lrs": [1e-4, 3e-4, 1e-3, 3e-3], "epochs": [3, 10], "search": "coordinate",
+                                       "max_train": 2000, "max_heldout": 2000}
+    assert {r["metric"] for r in out["rows"]} == set(results)

@@ -66,7 +66,12 @@ def score_checkpoint(ckpt_dir: str, source: str | None, task_names: list[str] | 
         {"task": t, "metric": m, "median": statistics.median(v), "min": min(v), "max": max(v), "n_seeds": len(v)}
         for (t, m), v in per.items()
     ]
+    described = {"lr": recipe.lr, "layerwise_lr_decay": recipe.layerwise_lr_decay, "max_len": recipe.max_len,
+                 "from": meta.get("recipe_from", "the checkpoint's preset")}
+    if protocol == "finetune-tuned":  # lr above is the preset's; the chosen ones are the tuned_* results
+        described["tuning"] = {"lrs": list(recipe.tune_lrs), "epochs": list(recipe.tune_epochs),
+                               "search": recipe.tune_search, "max_train": recipe.tune_max_train,
+                               "max_heldout": recipe.tune_max_heldout}
     return {"checkpoint": str(ckpt_dir), "objective": meta.get("objective"), "train_flops": meta.get("train_flops"),
-            "recipe": {"lr": recipe.lr, "layerwise_lr_decay": recipe.layerwise_lr_decay, "max_len": recipe.max_len,
-                       "from": meta.get("recipe_from", "the checkpoint's preset")},
+            "recipe": described,
             "protocol": protocol, "seeds": n_seeds, "results": summary, "rows": rows}
