@@ -23,15 +23,15 @@ def compare(ckpt: str, device: str, batch: int = 8, length: int = 128) -> dict:
     from transformers import ElectraForMaskedLM, ElectraForPreTraining
 
     from electra_bench.data.tokenizer import Tokenizer
-    from electra_bench.present.export import export, load_objective, run_preset
+    from electra_bench.present.export import export
+    from electra_bench.pretrain.checkpoint import load_objective, read_checkpoint_meta, run_preset
     from electra_bench.store.layout import checkpoint_tokenizer
-    from electra_bench.pretrain.checkpoint import read_checkpoint_meta
 
     meta = read_checkpoint_meta(ckpt)
     if meta["objective"] != "rtd":
         raise SystemExit(f"error: {ckpt}: an RTD checkpoint is needed (discriminator and generator), got {meta['objective']}")
     tok = Tokenizer.load(checkpoint_tokenizer(ckpt, meta))
-    ours = load_objective(Path(ckpt), run_preset(Path(ckpt)), tok).to(device).eval()
+    ours = load_objective(Path(ckpt), run_preset(Path(ckpt)), tok.special).to(device).eval()
     with tempfile.TemporaryDirectory() as tmp:
         export(ckpt, Path(tmp) / "hf")
         disc = ElectraForPreTraining.from_pretrained(Path(tmp) / "hf").to(device).eval()

@@ -27,7 +27,6 @@ import torch
 
 from ..store import atomic_io
 
-from .. import objectives
 from ..data.tokenizer import Tokenizer
 from ..errors import BenchError
 from ..flops import step_flops
@@ -50,41 +49,6 @@ def checkpoint_of_run(run_dir: str | Path, objective: str, seed: int, fraction: 
         raise BenchError(f"{ckpt}: no checkpoint for objective {objective}, seed {seed}, fraction {fraction:g} "
                          f"in {run_dir}")
     return ckpt
-
-
-def _pretrain_root(ckpt: Path) -> Path:
-    return ckpt.resolve().parent.parent  # checkpoints/frac-F -> the pre-training directory (layout.py)
-
-
-def run_preset(ckpt: Path) -> RunConfig:
-    run_file = _pretrain_root(ckpt) / "run.json"
-    try:
-        return RunConfig.from_dict(json.loads(run_file.read_text())["preset"])
-    except FileNotFoundError:
-        raise BenchError(f"{run_file}: missing; export needs the pre-training run the checkpoint belongs to") from None
-    except BenchError as e:  # a config this version cannot read, or one that fails its checks
-        raise BenchError(f"{run_file}: {e}") from None
-    except (ValueError, KeyError, TypeError) as e:
-        raise BenchError(f"{run_file}: unreadable preset ({type(e).__name__}: {e})") from None
-
-
-def load_objective(ckpt: Path, preset: RunConfig, tokenizer: Tokenizer) -> torch.nn.Module | None:
-    """The whole objective module at this checkpoint (heads and generator), or None when the checkpoint
-    predates objective.safetensors."""
-    rest_file = ckpt / checkpoint.OBJECTIVE_FILE
-    if not rest_file.is_file():
-        return None
-    meta = checkpoint.read_checkpoint_meta(ckpt)
-    with torch.device("meta"):
-        module = objectives.build(meta["objective"], preset, tokenizer.special)
-    module = module.to_empty(device="cpu")
-    state = checkpoint.read_tensors(rest_file)
-    backbone = module.backbone()
-    prefix = next((name for name, child in module.named_children() if child is backbone), None)
-    if prefix is not None:  # the kept encoder's tensors live in model.safetensors
-        state.update({f"{prefix}.{k}": v for k, v in checkpoint.read_tensors(ckpt / "model.safetensors").items()})
-    checkpoint.load_tensors_into(module, state, str(rest_file))
-    return module.eval()
 
 
 def _write_folder(folder: Path, arch: str, encoder: Encoder, head: str | None, head_module, tokenizer: Tokenizer,
@@ -132,10 +96,10 @@ def export(ckpt_dir: str | Path, out_dir: str | Path, *, overwrite: bool = False
     if out.exists() and (not out.is_dir() or any(out.iterdir())) and not overwrite:
         raise BenchError(f"{out}: exists and is not empty; choose another --out or pass --overwrite")
     tokenizer = Tokenizer.load(checkpoint_tokenizer(ckpt, meta))
-    preset = run_preset(ckpt)
+    preset = checkpoint.run_preset(ckpt)
     kept, _ = checkpoint.load_encoder(ckpt)
     kept.eval()
-    module = load_objective(ckpt, preset, tokenizer)
+    module = checkpoint.load_objective(ckpt, preset, tokenizer.special)
     objective = meta["objective"]
     parts = _parts(objective, module, kept)
     facts = card_facts(ckpt, meta, preset, tokenizer)
@@ -162,7 +126,7 @@ def export(ckpt_dir: str | Path, out_dir: str | Path, *, overwrite: bool = False
 def card_facts(ckpt: Path, meta: dict, preset: RunConfig, tokenizer: Tokenizer) -> dict:
     """What a model card states, read from the checkpoint, its pre-training run and (when the run is part
     of a compare run) the suite scores and provenance stored there."""
-    root = _pretrain_root(ckpt)
+    root = checkpoint.pretrain_root(ckpt)
     run_info = json.loads((root / "run.json").read_text())
     step = int(meta["step"])
     flops = {}

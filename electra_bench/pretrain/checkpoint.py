@@ -21,7 +21,10 @@ from safetensors.torch import load_file, save_file
 
 from ..store import atomic_io
 from ..errors import BenchError
+from .. import objectives
 from ..model import Encoder, EncoderConfig
+from ..run_config import RunConfig
+from ..special_tokens import SpecialIds
 
 
 def write_tensors(path: Path, tensors: dict[str, torch.Tensor], metadata: dict[str, str] | None = None) -> None:
@@ -143,6 +146,45 @@ def load_encoder(directory: str | Path) -> tuple[Encoder, dict]:
     encoder = Encoder(EncoderConfig(**meta["encoder"]))
     load_into(encoder, Path(directory) / "model.safetensors")
     return encoder, meta
+
+
+def pretrain_root(ckpt: Path) -> Path:
+    """The pre-training directory a kept checkpoint belongs to (checkpoints/frac-F -> its run; layout.py)."""
+    return Path(ckpt).resolve().parent.parent
+
+
+def run_preset(ckpt: Path) -> RunConfig:
+    """The resolved config of the pre-training run a checkpoint belongs to (its run.json): what rebuilds
+    the whole objective module (export, the zero-shot reading)."""
+    run_file = pretrain_root(ckpt) / "run.json"
+    try:
+        return RunConfig.from_dict(json.loads(run_file.read_text())["preset"])
+    except FileNotFoundError:
+        raise BenchError(f"{run_file}: missing; the checkpoint's heads need the pre-training run it belongs to") from None
+    except BenchError as e:  # a config this version cannot read, or one that fails its checks
+        raise BenchError(f"{run_file}: {e}") from None
+    except (ValueError, KeyError, TypeError) as e:
+        raise BenchError(f"{run_file}: unreadable preset ({type(e).__name__}: {e})") from None
+
+
+def load_objective(ckpt: Path, preset: RunConfig, special: SpecialIds) -> torch.nn.Module | None:
+    """The whole objective module at this checkpoint (heads and generator), in eval mode, or None when the
+    checkpoint predates objective.safetensors."""
+    ckpt = Path(ckpt)
+    rest_file = ckpt / OBJECTIVE_FILE
+    if not rest_file.is_file():
+        return None
+    meta = read_checkpoint_meta(ckpt)
+    with torch.device("meta"):
+        module = objectives.build(meta["objective"], preset, special)
+    module = module.to_empty(device="cpu")
+    state = read_tensors(rest_file)
+    backbone = module.backbone()
+    prefix = next((name for name, child in module.named_children() if child is backbone), None)
+    if prefix is not None:  # the kept encoder's tensors live in model.safetensors
+        state.update({f"{prefix}.{k}": v for k, v in read_tensors(ckpt / "model.safetensors").items()})
+    load_tensors_into(module, state, str(rest_file))
+    return module.eval()
 
 
 # ---- resumable training state ----------------------------------------------------------------------
