@@ -24,9 +24,13 @@ def listing_order(objective: str) -> int:
 # gradient-disentangled sharing, or none (the official untied_generator_embeddings)
 EMBEDDING_SHARING = ("shared", "gdes", "untied")
 FLOP_CONVENTIONS = ("measured", "paper")  # flops/: fvcore on our modules, or the paper's formula
-PROTOCOLS = ("finetune", "probe", "fewshot", "finetune-tuned")  # score/finetune.py (finetune-tuned: score/tuning.py)
-# metrics a protocol records beside its scores that are never scored (finetune-tuned's choice of lr and epochs)
-RECORDED_METRICS = ("tuned_lr", "tuned_epochs")
+# score/finetune.py (finetune-tuned: score/tuning.py; zeroshot: score/zeroshot.py, minimal-pair tasks only)
+PROTOCOLS = ("finetune", "probe", "fewshot", "finetune-tuned", "zeroshot")
+# metrics a protocol records beside its scores that are never scored as the task's: finetune-tuned's choice
+# of lr and epochs; the zero-shot reading's every head by name (its `accuracy` is the kept encoder's own) and
+# how many pairs fit the sequence length
+RECORDED_METRICS = ("tuned_lr", "tuned_epochs", "pll_accuracy", "discriminator_accuracy", "generator_accuracy",
+                    "pairs_scored")
 PRECISIONS = ("auto", "fp32", "bf16")  # training: auto = bf16 autocast on CUDA, fp32 on CPU
 ENGINES = ("local", "submitit-local", "slurm")  # where a job graph runs: experiments/graph.py, docs/scheduling.md
 DEVICE_KINDS = ("h100", "h200", "a100-80gb", "a100-40gb")  # --device-kind: what a plan is sized for (experiments/hardware.py)

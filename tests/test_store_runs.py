@@ -113,7 +113,7 @@ def test_new_run_id_format():
         ({"value": None}, "value"),
         ({"objective": "bert"}, "objective"),
         ({"convention": "guess"}, "convention"),
-        ({"protocol": "zeroshot"}, "protocol"),
+        ({"protocol": "oneshot"}, "protocol"),
         ({"seed": 1.5}, "seed"),
         ({"value": float("nan")}, "finite"),
         ({"task": ""}, "task"),

@@ -262,6 +262,15 @@ class Tokenizer:
             texts = list(texts)
         return [e.ids for e in self._tok.encode_batch_fast(texts, add_special_tokens=False)]
 
+    def encode_words(self, texts: Sequence[str]) -> list[tuple[list[int], list[int]]]:
+        """(token ids, index of the word each token belongs to) per text, without special tokens; words
+        are the pre-tokenizer's units (whitespace- and punctuation-separated), so the pieces of one word
+        share an index (what the zero-shot reading's whole-word masking needs)."""
+        if not isinstance(texts, list):
+            texts = list(texts)
+        return [(e.ids, [-1 if w is None else w for w in e.word_ids])
+                for e in self._tok.encode_batch(texts, add_special_tokens=False)]
+
     def tokenize(self, text: str) -> list[str]:
         return self._tok.encode(text, add_special_tokens=False).tokens
 
