@@ -56,6 +56,18 @@ POSITIVE_FLOAT = click.FloatRange(min=0, min_open=True)
 FRACTION = click.FloatRange(0, 1, min_open=True, max_open=True)
 
 
+def _protocols(ctx, param, value: str | None) -> tuple[str, ...] | None:
+    """--protocol as the readings it names, checked here (a typo is a usage error, before torch)."""
+    if value is None:
+        return None
+    from .experiments.spec import split_protocols
+
+    try:
+        return split_protocols(value) or None
+    except BenchError as e:
+        raise click.BadParameter(str(e)) from None
+
+
 def _temperature_warmup(ctx, param, value: str | None) -> tuple[float, float, float] | None:
     """--temperature-warmup T:HOLD:END as three numbers (their ranges: presets.resolve)."""
     if value is None:
@@ -394,9 +406,10 @@ def experiment_options(fn):
         click.option("--seeds", type=POSITIVE_INT, default=None, help="Evaluation seeds per checkpoint and task."),
         click.option("--pretrain-seeds", type=POSITIVE_INT, default=None,
                      help="Pre-training runs per objective (CPU default: 2, else 1): the band is over these."),
-        click.option("--protocol", type=click.Choice(PROTOCOLS), default=None,
-                     help="finetune (the paper's), probe (frozen features) or fewshot (default: probe on the "
-                          "CPU default, finetune with --preset)."),
+        click.option("--protocol", default=None, callback=_protocols,
+                     help="How encoders are read, comma-separated, the headline's first: probe (frozen "
+                          "features), finetune (the paper's), finetune-tuned, fewshot, zeroshot (minimal pairs, "
+                          "own heads). Default: probe on the CPU default, finetune with --preset."),
         click.option("--results", "root", default="results", show_default=True, help="Where run directories go."),
         click.option("--run-id", default=None, help="Default: derived from the config, so a rerun resumes."),
         click.option("--device", default="auto", show_default=True, help=DEVICE_HELP),

@@ -12,6 +12,7 @@ and the summary last, here too: both are listed in --dry-run's graph, as `prepar
 
 from __future__ import annotations
 
+import itertools
 import sys
 import time
 from contextlib import contextmanager
@@ -24,6 +25,7 @@ from ..data.task_sources import load_tasks
 from ..data.tokenizer import Tokenizer
 from ..errors import BenchError
 from ..score import tuning
+from ..score.readings import check_readings, readable
 from ..score.scoring import recipe_for
 from ..store.layout import PretrainLayout, RunLayout
 from ..store import provenance
@@ -67,6 +69,7 @@ def experiment(spec: CompareSpec, root: str | Path, run_id: str, quiet: bool = F
     the run directory exists, then open results/<run_id> (held while the block runs) with its provenance."""
     t0 = time.perf_counter()
     tasks = load_tasks(spec.source, list(spec.tasks) if spec.tasks else None)
+    check_readings(spec.protocols, tasks, named=bool(spec.tasks))
     slots(spec)  # unknown or missing devices fail here
     if spec.engine == "slurm":
         check_cluster(spec)  # a job no node can take fails here, not at its sbatch
@@ -77,8 +80,8 @@ def experiment(spec: CompareSpec, root: str | Path, run_id: str, quiet: bool = F
     if not (Path(root) / run_id).exists():
         fewer = runs_with_fewer_seeds(root, spec.to_dict())
         if fewer:  # more seeds name a new run; say how to extend the one there is instead
-            print(f"note: {', '.join(fewer)} has this config with fewer pre-training seeds; `--run-id "
-                  f"{fewer[0]}` adds the seeds to it instead of starting a new run", file=sys.stderr)
+            print(f"note: {', '.join(fewer)} has this config with fewer pre-training seeds or readings; `--run-id "
+                  f"{fewer[0]}` adds them to it instead of starting a new run", file=sys.stderr)
     with open_run(root, run_id, spec.to_dict()) as run:
         provenance_info = provenance.collect(
             seeds={"pretrain": list(range(spec.pretrain_seeds)), "eval": list(range(spec.seeds)), "data_packing": 0},
@@ -113,11 +116,23 @@ def pretrain_finished(layout: PretrainLayout, plan, tokenizer_sha: str | None) -
         return False
 
 
-def task_groups(spec: CompareSpec, names: list[str]) -> list[list[str]]:
-    """Tasks scored by one job: all of them for the probe (minutes per encoder on a CPU), one each for
-    fine-tuning, tuned or not (hours per task on GLUE: MNLI alone is a third of the work), so devices stay
-    busy."""
-    return [[n] for n in names] if spec.protocol in ("finetune", "finetune-tuned") else [names]
+def task_groups(protocol: str, names: list[str]) -> list[list[str]]:
+    """Tasks scored by one job: all of them for the probe and the zero-shot reading (minutes per encoder on
+    a CPU), one each for fine-tuning, tuned or not (hours per task on GLUE: MNLI alone is a third of the
+    work), so devices stay busy."""
+    return [[n] for n in names] if protocol in ("finetune", "finetune-tuned") else [names]
+
+
+def _costs(spec: CompareSpec, protocol: str, tasks: list, preset) -> dict[str, float]:
+    """FLOPs of scoring one encoder on each task under `protocol` (sizing.task_flops)."""
+    sizes = {t.spec.name: (len(t.splits.get("train", [])), sum(len(v) for k, v in t.splits.items()
+                                                                  if k.startswith("dev"))) for t in tasks}
+    recipe = recipe_for({"seq_len": preset.schedule.seq_len}, protocol, probe_pool=spec.probe_pool,
+                        probe_examples=spec.probe_examples, max_eval_examples=spec.max_eval_examples)
+    forward = sizing.forward_flops_per_sequence(preset, recipe.max_len, spec.convention)
+    return {n: sizing.task_flops(forward, protocol, *sizes[n], recipe.epochs_for(n), spec.seeds,
+                                 spec.probe_pool, spec.max_eval_examples,
+                                 tuning.selection_work(recipe, n, sizes[n][0])) for n in sizes}
 
 
 def build_jobs(spec: CompareSpec, plans: dict, tasks: list, preset, layout: RunLayout, run: RunDir | None = None,
@@ -127,15 +142,8 @@ def build_jobs(spec: CompareSpec, plans: dict, tasks: list, preset, layout: RunL
     (`include_init`) and every checkpoint (`final_only`: the last) x task group, each after its run.
     `run` (None for --dry-run) says what is stored already."""
     seeds = list(range(spec.seeds))
-    names = [t.spec.name for t in tasks]
-    sizes = {t.spec.name: (len(t.splits.get("train", [])), sum(len(v) for k, v in t.splits.items()
-                                                                  if k.startswith("dev"))) for t in tasks}
-    recipe = recipe_for({"seq_len": preset.schedule.seq_len}, spec.protocol, probe_pool=spec.probe_pool,
-                        probe_examples=spec.probe_examples, max_eval_examples=spec.max_eval_examples)
-    forward = sizing.forward_flops_per_sequence(preset, recipe.max_len, spec.convention)
-    cost = {n: sizing.task_flops(forward, spec.protocol, *sizes[n], recipe.epochs_for(n), len(seeds),
-                                 spec.probe_pool, spec.max_eval_examples,
-                                 tuning.selection_work(recipe, n, sizes[n][0])) for n in names}
+    readings = {protocol: [t.spec.name for t in readable(protocol, tasks)] for protocol in spec.protocols}
+    cost = {protocol: _costs(spec, protocol, readable(protocol, tasks), preset) for protocol in readings}
     width = max(1, spec.gpus_per_run)
     pre, score = [], []
     for s in range(spec.pretrain_seeds):
@@ -156,15 +164,16 @@ def build_jobs(spec: CompareSpec, plans: dict, tasks: list, preset, layout: RunL
                 points = [(f, step, plan.flops_at(step), str(ckpts.checkpoint(f)))
                           for f, step in plan.checkpoints.items() if not final_only or f == max(plan.checkpoints)]
                 deps = (f"{prefix}pretrain/{objective}/seed-{s}",)
-            for point in points:
-                for group in task_groups(spec, names):
+            for point, (protocol, names) in itertools.product(points, readings.items()):
+                reading = "" if protocol == spec.protocol else f"@{protocol}"  # the first keeps its old ids
+                for group in task_groups(protocol, names):
                     todo = group if run is None else [n for n in group if not all(
-                        run.has_score(objective, point[0], n, e, spec.protocol, s) for e in seeds)]
+                        run.has_score(objective, point[0], n, e, protocol, s) for e in seeds)]
                     task_part = f"/{group[0]}" if len(group) == 1 and len(names) > 1 else ""
                     score.append(Job(
-                        id=f"{prefix}score/{objective}/seed-{s}/frac-{point[0]:.4f}{task_part}", kind="score",
-                        call=(ScoreWork(spec, objective, s, [point], {point[0]: todo}),), deps=deps,
-                        flops=sum(cost[n] for n in group), done=(lambda t=todo: not t),
+                        id=f"{prefix}score/{objective}/seed-{s}/frac-{point[0]:.4f}{task_part}{reading}",
+                        kind="score", call=(ScoreWork(spec, objective, s, [point], {point[0]: todo}, protocol),),
+                        deps=deps, flops=sum(cost[protocol][n] for n in group), done=(lambda t=todo: not t),
                         on_result=None if run is None else run.store_scored))
     return pre + score
 

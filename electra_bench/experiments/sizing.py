@@ -26,6 +26,10 @@ from .jobs import Job, topological
 PEAK_FLOPS = 989e12  # H100/H200 SXM dense bf16, datasheet
 MFU = 0.40  # assumed where nothing was measured: reasonable for base/large at length 512, far above small's
 FINETUNE_OVER_FORWARD = 3.0  # forward + backward (2 x forward)
+# The zero-shot reading's PLL runs a sentence of n pieces as n masked copies of n + 2 tokens: at ebs-3's
+# minimal pairs (about 25 pieces) in a 64-token window, about 10 forwards of the full window a sentence,
+# the discriminator and a generator a quarter as wide adding little (score/zeroshot.py)
+ZEROSHOT_FORWARDS_PER_SENTENCE = 10.0
 
 # GLUE's split sizes (train, dev; MNLI: dev matched + mismatched), for sizing on a machine without the
 # data: the GLUE paper (Wang et al., 2018), Table 1.
@@ -53,6 +57,8 @@ def task_flops(forward: float, protocol: str, n_train: int, n_eval: int, epochs:
         selection, heldout, final_epochs = tuned
         return forward * (FINETUNE_OVER_FORWARD * selection + heldout) + \
             seeds * forward * (FINETUNE_OVER_FORWARD * final_epochs * n_train + n_eval)
+    if protocol == "zeroshot":  # once per encoder (the seeds only break ties); n masked copies per sentence
+        return forward * 2 * n_eval * ZEROSHOT_FORWARDS_PER_SENTENCE
     if protocol == "probe":  # features once per encoder and task; the probes themselves are negligible
         return forward * (min(probe_pool, n_train) + n_eval)
     return seeds * forward * n_eval  # fewshot: a forward per evaluation example and seed

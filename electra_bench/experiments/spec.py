@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass, field
 
 from .. import presets
-from ..choices import ALL_OBJECTIVES, DEVICE_KINDS, ENGINES, OBJECTIVES, require
+from ..choices import ALL_OBJECTIVES, DEVICE_KINDS, ENGINES, OBJECTIVES, PROTOCOLS, require
 from ..data.suite import LEGACY_SUITE, is_suite_name, load_suite
 from ..errors import BenchError
 from ..pretrain import schedule
@@ -49,7 +49,7 @@ class CompareSpec:
     source: str | None = None
     tasks: tuple[str, ...] | None = None
     seeds: int = 3
-    protocol: str = "probe"
+    protocol: str = "probe"  # the reading the headline and verdict name
     pretrain_seeds: int = 1
     probe_pool: int = 3000
     probe_examples: int = 2000
@@ -62,6 +62,9 @@ class CompareSpec:
     # compare --until-resolved: (first look's seeds, seeds added per look, maximum); it decides how the
     # verdict is read (summarise/sequential.py), so it is part of the identity
     until_resolved: tuple[int, int, int] | None = None
+    # more readings of the same encoders (`--protocol probe,zeroshot`): each scored and given its own verdict;
+    # adding one to a run scores what it lacks and keeps the rest (store/runs.open_run)
+    readings: tuple[str, ...] = ()
     # where and how wide it runs: not part of the identity (the numbers do not depend on it)
     device: str = field(default="auto", compare=False)
     jobs: int = field(default=1, compare=False)
@@ -89,6 +92,7 @@ class CompareSpec:
         if device not in ("auto", "cpu"):
             auto_jobs, auto_threads = 1, auto_threads * auto_jobs
         ov = tuple(sorted(overrides.items())) if overrides is not None else ()
+        protocols = split_protocols(protocol)
         spec = cls(
             preset=name,
             budget=str(budget or base["budget"]),
@@ -97,7 +101,8 @@ class CompareSpec:
             source=None if source == LEGACY_SUITE else source,  # the name of what no source has always meant
             tasks=tuple(tasks) if tasks else None,
             seeds=seeds or base["seeds"],
-            protocol=protocol or (base["protocol"] if not custom_preset else "finetune"),
+            protocol=protocols[0] if protocols else (base["protocol"] if not custom_preset else "finetune"),
+            readings=protocols[1:],
             pretrain_seeds=n_pretrain,
             probe_pool=base.get("probe_pool", 3000),
             probe_examples=base.get("probe_examples", 2000),
@@ -139,6 +144,10 @@ class CompareSpec:
         else:
             first, batch, maximum = self.until_resolved
             d["until_resolved"] = {"first": first, "batch": batch, "max_pretrain_seeds": maximum}
+        if not self.readings:  # likewise
+            d.pop("readings")
+        else:
+            d["readings"] = list(self.readings)
         return d
 
     def run_id(self, kind: str = "compare") -> str:
@@ -146,8 +155,25 @@ class CompareSpec:
         mode = "-quick" if self.quick else "-long" if self.long else ""
         return f"{kind}-{self.preset}{mode}-{digest}"
 
+    @property
+    def protocols(self) -> tuple[str, ...]:
+        """Every reading the run scores, the headline's first."""
+        return (self.protocol,) + self.readings
+
     def resolved_preset(self) -> presets.RunConfig:
         return presets.resolve(self.preset, presets.Overrides(**dict(self.overrides)))
+
+
+def split_protocols(protocol) -> tuple[str, ...]:
+    """--protocol's readings in order ("probe,zeroshot" or a sequence; None: none named), each checked."""
+    if protocol is None:
+        return ()
+    names = [p.strip() for p in (protocol.split(",") if isinstance(protocol, str) else protocol) if p.strip()]
+    for name in names:
+        require("protocol", name, PROTOCOLS)
+    if len(set(names)) != len(names):
+        raise BenchError(f"--protocol names a reading twice: {','.join(names)}")
+    return tuple(names)
 
 
 def precheck(*, preset, budget, quick, long, convention, overrides, objectives=None,

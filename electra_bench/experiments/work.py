@@ -25,6 +25,7 @@ from threadpoolctl import threadpool_limits
 
 from ..data.task_sources import load_tasks
 from ..errors import BenchError
+from ..score import zeroshot
 from ..score.scoring import recipe_for, score_encoder
 from ..objectives import initial_encoder
 from ..store import predictions
@@ -103,34 +104,44 @@ def tasks_of(source: str | None, names: tuple[str, ...] | None) -> dict:
     return {t.spec.name: t for t in load_tasks(source, list(names) if names else None)}
 
 
-def score_job(spec: CompareSpec, label: str, pretrain_seed: int, points: list[tuple], todo: dict) -> dict:
-    """Score encoders on the tasks still missing; returns {"rows": score rows labelled `label` (an objective,
-    or "init" for the untrained encoder of this pre-training seed), "predictions": [(label, pre-training
-    seed, fraction, TaskPredictions)]}: the per-example predictions behind them (RunDir.store_scored).
+def score_job(spec: CompareSpec, label: str, pretrain_seed: int, points: list[tuple], todo: dict,
+              protocol: str | None = None) -> dict:
+    """Score encoders on the tasks still missing under `protocol` (None: the spec's first); returns {"rows":
+    score rows labelled `label` (an objective, or "init" for the untrained encoder of this pre-training
+    seed), "predictions": [(label, pre-training seed, fraction, TaskPredictions)]}: the per-example
+    predictions behind them (RunDir.store_scored).
 
     `points`: (fraction, step, train FLOPs, checkpoint directory or None for the untrained encoder);
     `todo`: fraction -> task names to score. Generic on purpose: any encoder a loader can produce is one
     more scoring job."""
+    protocol = protocol or spec.protocol
     with thread_limits(spec.threads):
         data, p, _, _ = prepare(spec)
         tasks = tasks_of(spec.source, spec.tasks)
-        recipe = recipe_for({**dataclasses.asdict(p.evaluation), "seq_len": p.schedule.seq_len}, spec.protocol,
+        recipe = recipe_for({**dataclasses.asdict(p.evaluation), "seq_len": p.schedule.seq_len}, protocol,
                             probe_pool=spec.probe_pool,
                             probe_examples=spec.probe_examples, max_eval_examples=spec.max_eval_examples)
         device = resolve_device(spec.device)
         rows, stored = [], []
         for fraction, step, flops, ckpt in points:
             names = todo[fraction]
-            if ckpt is None:
-                encoder = initial_encoder(p.model.encoder, pretrain_seed)
-            else:
-                encoder = checkpoint.load_encoder(ckpt)[0]
+            chosen = [tasks[n] for n in names]
             records: dict = {}
-            for r in score_encoder(encoder, data.tokenizer, [tasks[n] for n in names], list(range(spec.seeds)),
-                                   recipe, device, predictions=records):
+            if protocol == "zeroshot":  # the objective's own heads, not only its kept encoder
+                readers = (zeroshot.untrained_readers(p, data.train, data.tokenizer.special, pretrain_seed)
+                           if ckpt is None else zeroshot.readers_of(checkpoint.load_objective(
+                               Path(ckpt), checkpoint.run_preset(Path(ckpt)), data.tokenizer.special)))
+                scored = zeroshot.score_readers(readers, zeroshot.own_reading(label), data.tokenizer, chosen,
+                                                list(range(spec.seeds)), recipe.max_len, device, predictions=records)
+            else:
+                encoder = (initial_encoder(p.model.encoder, pretrain_seed) if ckpt is None
+                           else checkpoint.load_encoder(ckpt)[0])
+                scored = score_encoder(encoder, data.tokenizer, chosen, list(range(spec.seeds)), recipe, device,
+                                       predictions=records)
+            for r in scored:
                 rows.append({"objective": label, "fraction": fraction, "step": step, "train_flops": flops,
                              "convention": spec.convention, "task": r["task"], "seed": r["seed"],
-                             "metric": r["metric"], "value": r["value"], "protocol": spec.protocol,
+                             "metric": r["metric"], "value": r["value"], "protocol": protocol,
                              "pretrain_seed": pretrain_seed})
             stored += [(label, pretrain_seed, fraction, predictions.collect(name, by_seed))
                        for name, by_seed in records.items()]
@@ -160,16 +171,18 @@ class PretrainWork:
 @dataclass(frozen=True)
 class ScoreWork:
     """Score encoders labelled `label` of pre-training seed `pretrain_seed` at `points` ((fraction, step,
-    FLOPs, checkpoint directory or None for the untrained encoder)) on the tasks `todo[fraction]` lacks."""
+    FLOPs, checkpoint directory or None for the untrained encoder)) on the tasks `todo[fraction]` lacks,
+    under `protocol`."""
 
     spec: CompareSpec
     label: str
     pretrain_seed: int
     points: list = field(default_factory=list)
     todo: dict = field(default_factory=dict)
+    protocol: str | None = None  # None: the spec's first reading
 
     def __call__(self) -> dict:
-        return score_job(self.spec, self.label, self.pretrain_seed, self.points, self.todo)
+        return score_job(self.spec, self.label, self.pretrain_seed, self.points, self.todo, self.protocol)
 
     @property
     def units(self) -> int:

@@ -24,6 +24,7 @@ from ..errors import BenchError
 from ..summarise import summary as summary_mod
 from ..store.layout import RunLayout
 from . import ablation_table as ablation, sweep_table as sweep
+from .readings import readings_lines
 from ..summarise import confidence
 from ..store.runs import RunDir, load_compare_run
 from ..units import fmt_flops
@@ -194,6 +195,8 @@ def _notes(summaries: list[dict], protocol: str | None, with_run: bool) -> list[
         lines += [prefix + line for line in summary_mod.learning_lines(s)]
         lines += [prefix + line for line in summary_mod.headline_lines(s, proto)]
         lines += [prefix + line for line in difference_lines(s, proto)]
+        if proto == s["main_protocol"]:
+            lines += [prefix + line for line in readings_lines(s)]
     s0 = summaries[0]
     block0 = s0["protocols"].get(protocol or s0["main_protocol"], {})
     how = summary_mod.seeds_phrase(block0) if block0.get("points") else summary_mod.SCORE_DEFINITION

@@ -320,7 +320,8 @@ def open_run(root: str | Path, run_id: str, config: Mapping[str, Any], *, create
 
     A new run directory is created atomically and config.json written. An existing run is reused when
     its config.json equals `config` (so a rerun skips finished parts, see `RunDir.has_score`), or differs
-    only by asking for more pre-training seeds (the run is extended: config.json records the new count);
+    only by asking for more pre-training seeds or more readings (the run is extended: config.json records
+    what it now holds);
     any other difference is a BenchError naming the differing keys. `create=False` requires the run to exist.
     """
     if not isinstance(run_id, str) or not _SAFE_ID.match(run_id):
@@ -349,7 +350,7 @@ def open_run(root: str | Path, run_id: str, config: Mapping[str, Any], *, create
         config_path = run.layout.config
         if config_path.exists():
             stored = atomic_io.read_json(config_path, "run config")
-            if _adds_seeds(stored, wanted):  # the same run with more pre-training seeds: extend it
+            if _extends(stored, wanted):  # the same run with more pre-training seeds or readings: extend it
                 atomic_io.write_json(config_path, wanted)
             elif stored != wanted:
                 keys = _diff_keys(stored, wanted)
@@ -366,19 +367,25 @@ def open_run(root: str | Path, run_id: str, config: Mapping[str, Any], *, create
     return run
 
 
-def _adds_seeds(stored: Any, wanted: Any) -> bool:
-    """Whether `wanted` is `stored` with more pre-training seeds (compare's `pretrain_seeds`): resuming such
-    a run adds seeds and keeps every score it has."""
-    if not (isinstance(stored, dict) and isinstance(wanted, dict)):
+def _extends(stored: Any, wanted: Any) -> bool:
+    """Whether `wanted` is `stored` with more pre-training seeds (compare's `pretrain_seeds`) and/or more
+    readings (`readings`, the protocols after the first), and nothing else changed: resuming such a run
+    pre-trains and scores what it lacks and keeps every score it has."""
+    if not (isinstance(stored, dict) and isinstance(wanted, dict)) or stored == wanted:
         return False
     a, b = stored.get("pretrain_seeds"), wanted.get("pretrain_seeds")
-    rest = lambda d: {k: v for k, v in d.items() if k != "pretrain_seeds"}  # noqa: E731
-    return isinstance(a, int) and isinstance(b, int) and b > a and rest(stored) == rest(wanted)
+    if a != b and not (isinstance(a, int) and isinstance(b, int) and b > a):
+        return False
+    had, want = stored.get("readings", []), wanted.get("readings", [])
+    if not (isinstance(had, list) and isinstance(want, list) and want[: len(had)] == had):
+        return False
+    rest = lambda d: {k: v for k, v in d.items() if k not in ("pretrain_seeds", "readings")}  # noqa: E731
+    return rest(stored) == rest(wanted)
 
 
 def runs_with_fewer_seeds(root: str | Path, config: Mapping[str, Any]) -> list[str]:
-    """Run ids under `root` whose config is `config` with fewer pre-training seeds: what `--run-id` would
-    extend (a run's default id hashes its seed count, so more seeds alone name a new run)."""
+    """Run ids under `root` whose config is `config` with fewer pre-training seeds or readings: what
+    `--run-id` would extend (a run's default id hashes both, so more of either alone names a new run)."""
     wanted = _normalise(dict(config))
     out = []
     for path in sorted(Path(root).glob("*/config.json")):
@@ -386,7 +393,7 @@ def runs_with_fewer_seeds(root: str | Path, config: Mapping[str, Any]) -> list[s
             stored = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        if _adds_seeds(stored, wanted):
+        if _extends(stored, wanted):
             out.append(path.parent.name)
     return out
 

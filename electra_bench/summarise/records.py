@@ -82,6 +82,7 @@ class Summary:
     timings: dict | None = None
     wall_s: float | None = None
     invocations: int | None = None
+    readings: dict | None = None  # a run read more than one way (summarise/readings.py)
 
     def to_json(self) -> dict:
         """The JSON object, schema_version first; compare's fields only when set."""
@@ -100,7 +101,7 @@ class Summary:
         return cls(**d)
 
 
-_SUMMARY_WORK = {"timings", "wall_s", "invocations"}
+_SUMMARY_WORK = {"timings", "wall_s", "invocations", "readings"}
 
 
 def _exact_keys(d: Mapping[str, Any], cls, where: str, optional: set[str] = frozenset()) -> None:

@@ -49,6 +49,8 @@ from ..errors import BenchError, at
 from ..score import glue_score
 from . import confidence, learning, references, sequential
 from ..choices import FLOP_CONVENTIONS, OBJECTIVES, PROTOCOLS, listing_order
+from ..score.readings import reads_spec
+from . import readings
 from .records import SUMMARY_SCHEMA, VERDICT_KINDS, Summary, Verdict
 from ..store.runs import RunDir
 from ..units import fmt_flops
@@ -690,10 +692,15 @@ def build_summary(run: RunDir, task_specs: Mapping[str, Any] | None = None, conv
     learning_block = _learning_block(run)
     ref_rows = references.stored(run)
     present = [p for p in PROTOCOLS if p in set(df["protocol"])]
-    protocols = {protocol: _protocol_block(run, df[df["protocol"] == protocol], scorer, convention, learning_block,
-                                           ref_rows[ref_rows["protocol"] == protocol], config.get("until_resolved"))
+    protocols = {protocol: _protocol_block(run, df[df["protocol"] == protocol],
+                                           _reading_scorer(scorer, protocol, df, task_specs, score_convention),
+                                           convention, learning_block, ref_rows[ref_rows["protocol"] == protocol],
+                                           config.get("until_resolved"))
                  for protocol in present}
-    main = "finetune" if "finetune" in protocols else present[0]
+    # the headline's reading: the one the run named first; else (runs made before a run named several) the
+    # paper's fine-tuning when scored
+    main = config.get("protocol") if config.get("protocol") in protocols else \
+        "finetune" if "finetune" in protocols else present[0]
     return Summary(
         run_id=run.run_id,
         created_utc=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -710,7 +717,21 @@ def build_summary(run: RunDir, task_specs: Mapping[str, Any] | None = None, conv
         headline=protocols[main]["headline"],
         verdict=protocols[main]["verdict"],
         crossover=protocols[main]["crossover"],
+        readings=readings.compare_readings(protocols, main, df[df["protocol"] == "zeroshot"]
+                                           if "zeroshot" in protocols else None),
     ).to_json()
+
+
+def _reading_scorer(scorer: _Scorer, protocol: str, df: pd.DataFrame, task_specs, score_convention: str) -> _Scorer:
+    """The suite's scorer over the tasks `protocol` reads (score/readings.py): a suite may hold minimal-pair
+    tasks, which only the zero-shot reading scores, beside tasks every other protocol scores."""
+    if task_specs:
+        tasks = [t for t in scorer.tasks if reads_spec(protocol, task_specs.get(t))]
+    else:
+        tasks = sorted(df.loc[df["protocol"] == protocol, "task"].unique())
+    if tasks == scorer.tasks:
+        return scorer
+    return _Scorer(tasks, {t: task_specs[t] for t in tasks} if task_specs else None, score_convention)
 
 
 def _read_or_empty(read) -> dict:
