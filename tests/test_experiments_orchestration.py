@@ -128,3 +128,57 @@ def test_encoder_config_survives_the_checkpoint_json(tmp_path):
     torch.manual_seed(0)
     checkpoint.save_encoder(tmp_path, Encoder(cfg), {"objective": "rtd"})
     assert checkpoint.load_encoder(tmp_path)[0].cfg == cfg
+
+
+def _suite_with_pairs(root, corpus) -> str:
+    """A suite directory of one ordinary task (ebs-2's rt-polarity) and one minimal-pair task made from the
+    corpus's own words (good: a corpus-like sentence; bad: its words reversed)."""
+    import gzip
+
+    from electra_bench.data.suite import suite_dir
+
+    d = root / "suite-with-pairs"
+    (d / "rt-polarity").mkdir(parents=True)
+    (d / "pairs-order").mkdir()
+    shutil.copy(corpus, d / "corpus.txt")
+    for split in ("train", "dev"):
+        shutil.copy(suite_dir("ebs-2") / "rt-polarity" / f"{split}.tsv.gz", d / "rt-polarity" / f"{split}.tsv.gz")
+    lines = [s.strip() for s in corpus.read_text().splitlines() if s.strip()][:60]
+    rows = ["sentence_good\tsentence_bad\tparadigm"] + [
+        f"{s}\t{' '.join(reversed(s[:-1].split()))}.\torder:forward" for s in lines]
+    with gzip.open(d / "pairs-order" / "dev.tsv.gz", "wt", encoding="utf-8") as f:
+        f.write("\n".join(rows) + "\n")
+    tasks = [{"name": "rt-polarity", "text_fields": ["sentence"], "labels": ["0", "1"], "regression": False,
+              "metrics": ["accuracy"], "primary": "accuracy", "kind": "sentiment"},
+             {"name": "pairs-order", "text_fields": ["sentence_good", "sentence_bad"], "labels": None,
+              "regression": False, "metrics": ["accuracy"], "primary": "accuracy", "kind": "acceptability",
+              "minimal_pairs": True}]
+    (d / "suite.json").write_text(json.dumps({"name": "pairs-test", "version": 1, "corpus": "corpus.txt",
+                                              "tasks": tasks}))
+    return str(d)
+
+
+def test_a_run_read_two_ways_keeps_its_first_readings_scores(tmp_path, word_corpus):
+    """probe first (every checkpoint), then the same run extended by the zero-shot reading (the untrained
+    encoder and the final checkpoints): the probe's scores stay as they were, each reading scores only
+    the tasks it reads, and the summary gives a verdict per reading with the probe's as the headline."""
+    import dataclasses
+
+    source = _suite_with_pairs(tmp_path, word_corpus)
+    spec = dataclasses.replace(_micro_spec(word_corpus), source=source, tasks=None)
+    run_compare(spec, tmp_path / "results", "two-ways", quiet=True)
+    layout = RunLayout(tmp_path / "results" / "two-ways")
+    before = layout.scores.read_text()
+    assert {json.loads(r)["task"] for r in before.splitlines()} == {"rt-polarity"}
+    both = dataclasses.replace(spec, readings=("zeroshot",))
+    summary, rendered = run_compare(both, tmp_path / "results", "two-ways", quiet=True)
+    after = layout.scores.read_text()
+    assert after.startswith(before)
+    zs = [json.loads(r) for r in after[len(before):].splitlines()]
+    assert {r["protocol"] for r in zs} == {"zeroshot"} and {r["task"] for r in zs} == {"pairs-order"}
+    assert {(r["objective"], r["fraction"]) for r in zs} == {("init", 0.0), ("mlm", 1.0), ("rtd", 1.0)}
+    metrics = {(r["objective"], r["metric"]) for r in zs}
+    assert ("rtd", "generator_accuracy") in metrics and ("init", "discriminator_accuracy") in metrics
+    assert summary["main_protocol"] == "probe" and set(summary["readings"]["per_reading"]) == {"probe", "zeroshot"}
+    assert "Reading zeroshot: RTD - MLM" in rendered and "Zero-shot heads" in rendered
+    assert json.loads(layout.config.read_text())["readings"] == ["zeroshot"]

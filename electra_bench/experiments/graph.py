@@ -139,8 +139,10 @@ def build_jobs(spec: CompareSpec, plans: dict, tasks: list, preset, layout: RunL
                *, prefix: str = "", final_only: bool = False, include_init: bool = True, quiet_runs: bool = True,
                tokenizer_sha: str | None = None) -> list[Job]:
     """The run's jobs: every (objective, pre-training seed) run, then scoring jobs for the untrained encoder
-    (`include_init`) and every checkpoint (`final_only`: the last) x task group, each after its run.
-    `run` (None for --dry-run) says what is stored already."""
+    (`include_init`) and every checkpoint (`final_only`: the last) x task group, each after its run. The
+    first reading (spec.protocol) scores every checkpoint; the others (spec.readings) the untrained encoder
+    and the final checkpoints, where their verdicts are read (a reading costs up to 20x the probe: the
+    tuned fine-tuning). `run` (None for --dry-run) says what is stored already."""
     seeds = list(range(spec.seeds))
     readings = {protocol: [t.spec.name for t in readable(protocol, tasks)] for protocol in spec.protocols}
     cost = {protocol: _costs(spec, protocol, readable(protocol, tasks), preset) for protocol in readings}
@@ -166,6 +168,8 @@ def build_jobs(spec: CompareSpec, plans: dict, tasks: list, preset, layout: RunL
                 deps = (f"{prefix}pretrain/{objective}/seed-{s}",)
             for point, (protocol, names) in itertools.product(points, readings.items()):
                 reading = "" if protocol == spec.protocol else f"@{protocol}"  # the first keeps its old ids
+                if reading and point is not points[-1]:  # another reading: the verdict's points only
+                    continue
                 for group in task_groups(protocol, names):
                     todo = group if run is None else [n for n in group if not all(
                         run.has_score(objective, point[0], n, e, protocol, s) for e in seeds)]

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import statistics
-
+from pathlib import Path
 
 from ..data.task_sources import load_tasks
 from ..data.tokenizer import Tokenizer
+from ..errors import BenchError
 from ..interop import hf_import
 from ..store.layout import checkpoint_tokenizer
 from ..run_config import FINETUNE_LR, LAYERWISE_LR_DECAY
 from ..pretrain import checkpoint
 from ..pretrain.distributed import resolve_device
+from . import zeroshot
 from .finetune import Recipe, evaluate
+from .readings import check_readings, readable
 
 
 def recipe_for(meta: dict, protocol: str, **overrides) -> Recipe:
@@ -56,9 +59,20 @@ def score_checkpoint(ckpt_dir: str, source: str | None, task_names: list[str] | 
                      protocol: str, device: str) -> dict:
     encoder, tokenizer, meta = load_scorable(ckpt_dir)
     tasks = load_tasks(source, task_names)
+    check_readings((protocol,), tasks, named=bool(task_names))
+    tasks = readable(protocol, tasks)
     dev = resolve_device(device)
     recipe = recipe_for(meta, protocol)
-    rows = score_encoder(encoder, tokenizer, tasks, list(range(n_seeds)), recipe, dev)
+    if protocol == "zeroshot":  # the checkpoint's own heads (an electra-bench checkpoint of MLM or RTD)
+        if hf_import.is_hf_source(ckpt_dir):
+            raise BenchError(f"{ckpt_dir}: the zero-shot reading needs an electra-bench checkpoint with its heads")
+        module = checkpoint.load_objective(Path(ckpt_dir), checkpoint.run_preset(Path(ckpt_dir)), tokenizer.special)
+        if module is None:
+            raise BenchError(f"{ckpt_dir}: no {checkpoint.OBJECTIVE_FILE} (a checkpoint saved before heads were kept)")
+        rows = zeroshot.score_readers(zeroshot.readers_of(module), zeroshot.own_reading(meta.get("objective")),
+                                      tokenizer, tasks, list(range(n_seeds)), recipe.max_len, dev)
+    else:
+        rows = score_encoder(encoder, tokenizer, tasks, list(range(n_seeds)), recipe, dev)
     per: dict[tuple[str, str], list[float]] = {}
     for r in rows:
         per.setdefault((r["task"], r["metric"]), []).append(r["value"])
