@@ -24,6 +24,7 @@ from ..errors import BenchError
 from ..summarise import summary as summary_mod
 from ..store.layout import RunLayout
 from . import ablation_table as ablation, sweep_table as sweep
+from .next_step import next_step_lines
 from .readings import readings_lines
 from ..summarise import confidence
 from ..store.runs import RunDir, load_compare_run
@@ -232,7 +233,7 @@ def rich_table(runs: Sequence[RunDir | Mapping[str, Any]], *, protocol: str | No
         table.add_column(h, justify="left" if i <= (1 if with_run else 0) else "right")
     for row in rows:
         table.add_row(*row)
-    return table, _notes(summaries, protocol, with_run) + [_seed_note(records)]
+    return table, _notes(summaries, protocol, with_run) + [_seed_note(records)] + _next_step(summaries, protocol)
 
 
 def _compact_tables(records: list[dict], tasks: list[str], with_run: bool, title: str) -> list[Table]:
@@ -255,6 +256,13 @@ def _compact_tables(records: list[dict], tasks: list[str], with_run: bool, title
     for t in tasks:
         per_task.add_row(TASK_NAMES.get(t, t), *[_num(r["tasks"].get(t)) for r in columns])
     return [main, per_task]
+
+
+def _next_step(summaries: list[dict], protocol: str | None) -> list[str]:
+    """The last lines of a single run's report whose verdict does not rank: what would (next_step.py)."""
+    if len(summaries) != 1 or (protocol and protocol != summaries[0]["main_protocol"]):
+        return []
+    return next_step_lines(summaries[0])
 
 
 def _seed_note(records: list[dict]) -> str:
@@ -283,14 +291,14 @@ def render(runs: Sequence[RunDir | Mapping[str, Any]], fmt: str = "table", *, pr
             tables = _compact_tables(records, tasks, with_run, str(table.title))
         for t in tables:
             console.print(t)
-        for n in notes:
-            console.print(n, highlight=False, markup=False)
+        for n in notes:  # a command ("$ ...") is printed whole, to be copied
+            console.print(n, highlight=False, markup=False, soft_wrap=n.startswith("$ "))
         return console.file.getvalue()
     summaries = _summaries(runs, task_specs, convention)
     records, tasks = _records(summaries, protocol)
     with_run = len({r["run_id"] for r in records}) > 1
     header, rows = _display_rows(records, tasks, with_run)
-    notes = _notes(summaries, protocol, with_run)
+    notes = _notes(summaries, protocol, with_run) + _next_step(summaries, protocol)
     if fmt == "md":
         return markdown_table(header, rows) + "\n\n" + "\n".join(f"- {n}" for n in notes) + "\n"
     return latex_table(header, rows, notes) + "\n"
