@@ -686,12 +686,14 @@ def build_summary(run: RunDir, task_specs: Mapping[str, Any] | None = None, conv
     df = df.drop_duplicates(subset=key, keep="last")
     config, extra = _read_or_empty(lambda: run.config), _read_or_empty(lambda: run.provenance() or {})
     extra = extra.get("extra") if isinstance(extra.get("extra"), Mapping) else {}
-    suite_tasks = list(task_specs) if task_specs else sorted(df["task"].unique())
+    present = [p for p in PROTOCOLS if p in set(df["protocol"])]
+    # the suite's tasks that some reading of this run scores (a probe run of ebs-3 leaves its minimal pairs out)
+    suite_tasks = [t for t in task_specs if any(reads_spec(p, task_specs[t]) for p in present)] if task_specs \
+        else sorted(df["task"].unique())
     suite_name = suite_name or _suite_name(suite_tasks, score_convention, config, extra)
     scorer = _Scorer(suite_tasks, task_specs, score_convention)
     learning_block = _learning_block(run)
     ref_rows = references.stored(run)
-    present = [p for p in PROTOCOLS if p in set(df["protocol"])]
     protocols = {protocol: _protocol_block(run, df[df["protocol"] == protocol],
                                            _reading_scorer(scorer, protocol, df, task_specs, score_convention),
                                            convention, learning_block, ref_rows[ref_rows["protocol"] == protocol],
