@@ -8,8 +8,9 @@ objective's CI excludes 0 above it.
 
     python scripts/suite_sensitivity.py RUN[:LABEL] ... [--mdl FILE[:LABEL]] [--md] [--json FILE]
 
-The runs must be scored on the candidates build of ebs-3 (scripts/build_suite.py --suite ebs-3 --candidates)
-with the same protocol, e.g. the default budget (2 pre-training seeds) and 1.2e14.
+The runs must be scored on the candidates build of ebs-3 (scripts/build_suite.py --suite ebs-3 --candidates),
+e.g. the default budget and 1.2e14; a run read several ways (`--protocol probe,zeroshot`) gives a column per
+reading ("RUN, zeroshot": its minimal-pair tasks, each objective's own head against the untrained encoder's).
 """
 from __future__ import annotations
 
@@ -23,8 +24,10 @@ def rows_of(run: Path, label: str) -> list[dict]:
     summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
     out = []
     kinds = summary["suite"].get("kinds", {})
+    several = len(summary["protocols"]) > 1  # a run read several ways: a column per reading
     for protocol, block in summary["protocols"].items():
         stats = block.get("statistics") or {}
+        column = f"{label}, {protocol}" if several else label
         vs = stats.get("vs_untrained", [])
         if not vs:
             continue
@@ -35,7 +38,7 @@ def rows_of(run: Path, label: str) -> list[dict]:
                 continue
             for task, s in v["per_task"].items():
                 se = s.get("se") or 0.0
-                out.append({"run": label, "protocol": protocol, "objective": v["objective"], "task": task,
+                out.append({"run": column, "protocol": protocol, "objective": v["objective"], "task": task,
                             "kind": kinds.get(task), "train_flops": v["train_flops"],
                             "untrained": init["per_task"][task]["estimate"] if init else None,
                             "difference": s["estimate"], "ci": s["ci"], "se": se,
