@@ -39,8 +39,8 @@ import zlib
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from suite_build.brown import detok, make_next_sentence, make_word_scramble, read_brown, brown_roles
-from suite_build.text import _SENT_SPLIT, clean, norm, rng_for, sentences
+from electra_bench.data.suite_build.brown import detok, make_next_sentence, make_word_scramble, read_brown, brown_roles
+from electra_bench.data.suite_build.text import _SENT_SPLIT, clean, norm, rng_for, sentences
 
 SUITE_NAME = "ebs-2"
 SUITE_TITLE = "electra-bench suite v2"
@@ -587,7 +587,7 @@ def main(argv=None):
     splits["next-sentence"] = (ns["train"], ns["dev"])
     splits["word-scramble"] = (wo["train"], wo["dev"])
     if args.suite == "ebs-3":
-        from suite_build.ebs3_build import build_ebs3
+        from electra_bench.data.suite_build.ebs3_build import build_ebs3
 
         return build_ebs3(out, workdir, root, brown, roles, documents, index, splits, seed,
                           args.allow_sha_mismatch, args.candidates)

@@ -1,19 +1,16 @@
-"""The ebs-3 "agreement" acceptability task (scripts/suite_build/agreement.py), built from a small tagged
+"""The ebs-3 "agreement" acceptability task (electra_bench/data/suite_build/agreement.py), built from a small tagged
 Brown-format fixture (tests/fixtures/suite_build/brown/package, template sentences plus hand-written
 subjunctive / infinitive / quoted-fragment / headline cases)."""
 import math
 import random
-import sys
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+import pytest
 
-import pytest  # noqa: E402
-
-from suite_build.agreement import PAIRS, flip, make_agreement, parse_brown_file, site_exclusions  # noqa: E402
-from suite_build.brown import detok  # noqa: E402
-from suite_build.text import norm  # noqa: E402
+from electra_bench.data.suite_build.agreement import PAIRS, flip, make_agreement, parse_brown_file, site_exclusions
+from electra_bench.data.suite_build.brown import detok
+from electra_bench.data.suite_build.text import norm
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures/suite_build/brown/package"
 ROLES = {"ca01": "ns-train", "ca02": "ns-train", "ca03": "wo-train", "ca04": "wo-train", "ca05": "ns-train",

@@ -1,4 +1,4 @@
-"""ebs-3's minimal pairs (scripts/suite_build/minimal_pairs.py): each family's site detection and exclusions on
+"""ebs-3's minimal pairs (electra_bench/data/suite_build/minimal_pairs.py): each family's site detection and exclusions on
 hand-written tagged Brown lines, the builder on a small generated fixture (good = the original, one word
 differs, balance so a frequency-only scorer sits at exactly 50%, the corpus check, determinism), and the loader
 (electra_bench/data/suite.py, task_sources.py) on a suite directory with a minimal-pairs task."""
@@ -6,20 +6,17 @@ import gzip
 import json
 import lzma
 import random
-import sys
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+import pytest
 
-import pytest  # noqa: E402
+from electra_bench.data.suite_build.brown import BrownText, detok
+from electra_bench.data.suite_build.minimal_pairs import FAMILIES, make_minimal_pairs, sentence_options
+from electra_bench.data.suite_build.text import norm
 
-from suite_build.brown import BrownText, detok  # noqa: E402
-from suite_build.minimal_pairs import FAMILIES, make_minimal_pairs, sentence_options  # noqa: E402
-from suite_build.text import norm  # noqa: E402
-
-from electra_bench.data.task_sources import load_tasks  # noqa: E402
-from electra_bench.errors import BenchError  # noqa: E402
+from electra_bench.data.task_sources import load_tasks
+from electra_bench.errors import BenchError
 
 
 def _tagged(line):

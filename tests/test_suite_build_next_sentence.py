@@ -1,15 +1,12 @@
-"""ebs-3's next-sentence (scripts/suite_build/brown.py make_next_sentence_same_doc): negatives come from the
+"""ebs-3's next-sentence (electra_bench/data/suite_build/brown.py make_next_sentence_same_doc): negatives come from the
 same held-out text, at least `gap` sentences later, so a topic shift cannot give them away; built from the
 tagged Brown-format fixture the agreement test uses."""
-import sys
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-
-from suite_build.agreement import parse_brown_file  # noqa: E402
-from suite_build.brown import detok, make_next_sentence_same_doc  # noqa: E402
-from suite_build.text import rng_for  # noqa: E402
+from electra_bench.data.suite_build.agreement import parse_brown_file
+from electra_bench.data.suite_build.brown import detok, make_next_sentence_same_doc
+from electra_bench.data.suite_build.text import rng_for
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures/suite_build/brown/package"
 

@@ -1,18 +1,15 @@
-"""Tests of the ``bible-paraphrase`` builder (scripts/suite_build/paraphrase.py) on small fixtures: a
+"""Tests of the ``bible-paraphrase`` builder (electra_bench/data/suite_build/paraphrase.py) on small fixtures: a
 synthetic multi-translation "bible" with controlled word overlap, and two tiny fake
 ``pythonbible_*/plain_text_bible.py`` files in the real packages' format."""
-import sys
 import zipfile
 from collections import defaultdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+import numpy as np
+import pytest
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-
-from suite_build.paraphrase import bcv, jaccard, make_paraphrase, read_bibles, words  # noqa: E402
-from suite_build.text import rng_for  # noqa: E402
+from electra_bench.data.suite_build.paraphrase import bcv, jaccard, make_paraphrase, read_bibles, words
+from electra_bench.data.suite_build.text import rng_for
 
 FIXTURE = Path(__file__).parent / "fixtures" / "suite_build" / "bible"
 BOOKS = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 40, 41, 42, 43, 44]

@@ -1,14 +1,11 @@
-"""wordnet-wic (scripts/suite_build/wic.py): reading WordNet data files and pairing examples."""
-import sys
+"""wordnet-wic (electra_bench/data/suite_build/wic.py): reading WordNet data files and pairing examples."""
 from collections import defaultdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from suite_build.text import norm, rng_for  # noqa: E402
-from suite_build.wic import Example, jaccard, make_wic, read_wordnet  # noqa: E402
+from electra_bench.data.suite_build.text import norm, rng_for
+from electra_bench.data.suite_build.wic import Example, jaccard, make_wic, read_wordnet
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "suite_build" / "wordnet"
 

@@ -75,30 +75,30 @@ PAIRS = (
     ("himself", "themselves", "ppl", "ppls"),
 )
 # word -> (pair name, its partner, the tag the site must carry)
-_SITE = {}
+SITE = {}
 for _sg, _pl, _tsg, _tpl in PAIRS:
-    _SITE[_sg] = (f"{_sg}/{_pl}", _pl, _tsg)
-    _SITE[_pl] = (f"{_sg}/{_pl}", _sg, _tpl)
+    SITE[_sg] = (f"{_sg}/{_pl}", _pl, _tsg)
+    SITE[_pl] = (f"{_sg}/{_pl}", _sg, _tpl)
 PAIR_NAMES = tuple(f"{p[0]}/{p[1]}" for p in PAIRS)
 
 _PROSE = re.compile(r"^[\"'(]?[A-Z0-9].*[.!?][\"')]?$")
 _CONDITIONAL = {"if", "though", "wish", "wished", "wishes", "wishing", "suppose", "supposing", "unless",
                 "lest", "whether", "imagine", "pretend"}
-_INVARIANT = {"kind", "kinds", "sort", "sorts", "type", "types", "data", "series", "species", "means",
-              "people", "sheep", "deer", "fish", "headquarters", "news", "media", "aircraft", "offspring",
-              "barracks", "crossroads", "couple", "number", "lot", "lots", "variety", "group", "percent",
-              "per", "cent", "dozen", "hundred", "thousand", "million"}
-_QUANT = {"percent", "cent", "half", "quarter", "third", "thirds", "fourth", "fifth", "majority", "minority",
-          "number", "rest", "none", "part", "portion", "fraction", "proportion", "total", "lot", "lots",
-          "plenty", "bulk", "remainder", "either", "neither", "any", "all", "some", "most", "each", "one",
-          "series", "variety", "kind", "sort", "type", "group", "set", "pair", "couple", "amount", "body",
-          "mass", "range", "host", "handful", "dozen", "hundreds", "thousands", "millions"}
-_COLLECTIVE = {"bunch", "group", "family", "team", "committee", "jury", "crowd", "staff", "government",
-               "audience", "public", "couple", "band", "class", "army", "police", "majority", "minority",
-               "number", "board", "council", "congress", "party", "company", "firm", "club", "union",
-               "population", "faculty", "personnel", "administration", "enemy", "press", "clergy",
-               "management", "herd", "flock", "orchestra", "choir", "crew", "gang", "generation", "pair",
-               "trio", "quartet", "rest", "remainder", "variety", "series", "total", "data", "media"}
+INVARIANT = {"kind", "kinds", "sort", "sorts", "type", "types", "data", "series", "species", "means",
+             "people", "sheep", "deer", "fish", "headquarters", "news", "media", "aircraft", "offspring",
+             "barracks", "crossroads", "couple", "number", "lot", "lots", "variety", "group", "percent",
+             "per", "cent", "dozen", "hundred", "thousand", "million"}
+QUANT = {"percent", "cent", "half", "quarter", "third", "thirds", "fourth", "fifth", "majority", "minority",
+         "number", "rest", "none", "part", "portion", "fraction", "proportion", "total", "lot", "lots",
+         "plenty", "bulk", "remainder", "either", "neither", "any", "all", "some", "most", "each", "one",
+         "series", "variety", "kind", "sort", "type", "group", "set", "pair", "couple", "amount", "body",
+         "mass", "range", "host", "handful", "dozen", "hundreds", "thousands", "millions"}
+COLLECTIVE = {"bunch", "group", "family", "team", "committee", "jury", "crowd", "staff", "government",
+              "audience", "public", "couple", "band", "class", "army", "police", "majority", "minority",
+              "number", "board", "council", "congress", "party", "company", "firm", "club", "union",
+              "population", "faculty", "personnel", "administration", "enemy", "press", "clergy",
+              "management", "herd", "flock", "orchestra", "choir", "crew", "gang", "generation", "pair",
+              "trio", "quartet", "rest", "remainder", "variety", "series", "total", "data", "media"}
 _VERB_TAGS = {"bez", "ber", "bedz", "bed", "hvz", "hv", "doz", "do"}
 _DT_VERBS = {"bez", "bedz", "hvz", "doz", "vbz"}
 _DTS_VERBS = {"ber", "hv", "do"}
@@ -116,7 +116,7 @@ def recase(template: str, word: str) -> str | None:
     return None
 
 
-def _quote_open_at(words: list[str]) -> list[int | None]:
+def quote_open_at(words: list[str]) -> list[int | None]:
     """For every token: the index where the quote span holding it opened (0 for a span continued from a
     previous sentence), or None outside quotes."""
     out, open_at = [], None
@@ -138,13 +138,13 @@ def _is_sg_subject(word: str, tag: str) -> bool:
     return tag in ("pps", "nn", "np") or (tag == "ppss" and word.lower() == "i")
 
 
-def _exclusion(words, tags, i, quote_open) -> str | None:
+def exclusion(words, tags, i, quote_open) -> str | None:
     """Why the site at ``i`` may not be flipped (a rule name), or None if it may."""
     w, t = words[i].lower(), tags[i]
     n = len(words)
     if quote_open[i] is not None and quote_open[i] > 0:
         return "quote-fragment"
-    if recase(words[i], _SITE[w][1]) is None:
+    if recase(words[i], SITE[w][1]) is None:
         return "case"
     if t in _VERB_TAGS:
         j = i - 1
@@ -152,10 +152,10 @@ def _exclusion(words, tags, i, quote_open) -> str | None:
             j -= 1
         if (j >= 0 and tags[j] == "ex") or (i + 1 < n and tags[i + 1] == "ex"):
             return "existential-there"
-        if j >= 0 and words[j].lower() in _COLLECTIVE:
+        if j >= 0 and words[j].lower() in COLLECTIVE:
             return "collective-noun"
         lo = max(0, i - 8)
-        if any(words[k].lower() in _QUANT and words[k + 1].lower() == "of" for k in range(lo, i - 1)):
+        if any(words[k].lower() in QUANT and words[k + 1].lower() == "of" for k in range(lo, i - 1)):
             return "partitive-subject"
     if w in ("was", "were"):
         if any(x.lower() in _CONDITIONAL for x in words[:i]):
@@ -189,7 +189,7 @@ def _exclusion(words, tags, i, quote_open) -> str | None:
         noun = "nn" if t == "dt" else "nns"
         verbs = _DT_VERBS if t == "dt" else _DTS_VERBS
         if nxt == noun:
-            if words[j].lower() in _INVARIANT:
+            if words[j].lower() in INVARIANT:
                 return "invariant-noun"
         elif not (j == i + 1 and nxt in verbs):
             return "not-determiner"
@@ -198,18 +198,18 @@ def _exclusion(words, tags, i, quote_open) -> str | None:
 
 def site_exclusions(words: list[str], tags: list[str]) -> list[tuple[int, str | None]]:
     """Every agreement site of a sentence (right word, exact tag): (index, the excluding rule or None)."""
-    quote_open = _quote_open_at(words)
+    quote_open = quote_open_at(words)
     out = []
     for i, (w, t) in enumerate(zip(words, tags)):
-        site = _SITE.get(w.lower())
+        site = SITE.get(w.lower())
         if site is not None and t == site[2]:
-            out.append((i, _exclusion(words, tags, i, quote_open)))
+            out.append((i, exclusion(words, tags, i, quote_open)))
     return out
 
 
 def flip(words: list[str], i: int) -> list[str]:
     """``words`` with the agreement token at ``i`` replaced by its partner, case kept."""
-    _pair, partner, _tag = _SITE[words[i].lower()]
+    _pair, partner, _tag = SITE[words[i].lower()]
     out = list(words)
     out[i] = recase(words[i], partner)
     return out
@@ -257,10 +257,10 @@ def _split_rows(brown_docs, roles, split_roles, rng, used: set, stats: dict):
         if key in used:
             sent_stats["duplicate"] += 1
             continue
-        quote_open = _quote_open_at(words)
+        quote_open = quote_open_at(words)
         valid = []
         for i, (w, t) in enumerate(zip(words, tags)):
-            site = _SITE.get(w.lower())
+            site = SITE.get(w.lower())
             if site is None:
                 continue
             pair, _partner, need = site
@@ -268,7 +268,7 @@ def _split_rows(brown_docs, roles, split_roles, rng, used: set, stats: dict):
                 tag_mismatch[f"{w.lower()}/{t}"] += 1
                 continue
             cand_sites[pair] += 1
-            why = _exclusion(words, tags, i, quote_open)
+            why = exclusion(words, tags, i, quote_open)
             if why is None and norm(detok(flip(words, i))) in sources:
                 why = "flip-is-a-source"
             if why is not None:
@@ -280,7 +280,7 @@ def _split_rows(brown_docs, roles, split_roles, rng, used: set, stats: dict):
             continue
         used.add(key)
         i = rng.choice(valid)
-        groups[(_SITE[words[i].lower()][0], words[i].lower())].append((words, i, text))
+        groups[(SITE[words[i].lower()][0], words[i].lower())].append((words, i, text))
         sent_stats["kept"] += 1
     # pass 3: balance -- four equal cells per pair
     rows, final = [], Counter()

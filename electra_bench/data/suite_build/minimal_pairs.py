@@ -7,7 +7,7 @@ without training: does its own head prefer the good sentence? Five families, one
 
 ``pairs-subject-verb``
     is/are, was/were, has/have, does/do (gold tags as agreement.py's) with agreement.py's site exclusions
-    (``_exclusion``), and a subject right before the verb (adverbs skipped) whose number is the verb's: a
+    (``exclusion``), and a subject right before the verb (adverbs skipped) whose number is the verb's: a
     pronoun (he/she/it singular, we/you/they plural; "I" with was/have/do) or the last noun of a noun
     phrase that is not the object of a preposition. Excluded (counted): ``no-adjacent-subject`` (inverted,
     relative pronoun, anything else before the verb), ``subject-number`` (the word before has the other
@@ -61,7 +61,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Callable, NamedTuple
 
-from .agreement import _COLLECTIVE, _INVARIANT, _QUANT, _SITE, _exclusion, _quote_open_at, recase, shaped_sentences
+from .agreement import COLLECTIVE, INVARIANT, QUANT, SITE, exclusion, quote_open_at, recase, shaped_sentences
 from .brown import detok
 from .text import norm, rng_for
 
@@ -227,7 +227,7 @@ def _attractor(words, tags, i) -> tuple[str | None, str]:
     if _number(words, tags, head) != vn:
         return "head-number", pattern
     hw = words[head].lower()
-    if hw in _COLLECTIVE or hw in _INVARIANT or hw in _QUANT:
+    if hw in COLLECTIVE or hw in INVARIANT or hw in QUANT:
         return "head-noun", pattern
     return None, pattern
 
@@ -257,7 +257,7 @@ def _anaphor_options(words, tags, i) -> tuple[list[Option], str | None]:
     if any(x in _INDEFINITE or _base(tags[j]).startswith("pn") for x, j in zip(low, noms)) \
             or any(words[j - 1].lower() in _INDEFINITE for j in noms if j > 0):
         return [], "indefinite-antecedent"
-    if any(x in _COLLECTIVE for x in low):
+    if any(x in COLLECTIVE for x in low):
         return [], "collective-antecedent"
     nums = []
     for x, j in zip(low, noms):
@@ -311,7 +311,7 @@ def _irregular(words, tags, i) -> tuple[Option | None, str | None]:
 def sentence_options(words: list[str], tags: list[str]) -> dict[str, tuple[list[Option], Counter]]:
     """Every family's options in one tagged sentence, and the sites each rule excluded
     (``"pattern:rule"`` counts), before the corpus and ``flip-is-a-source`` checks."""
-    quote_open = _quote_open_at(words)
+    quote_open = quote_open_at(words)
     out = {f: ([], Counter()) for f in FAMILIES}
 
     def shared(i, new) -> str | None:
@@ -323,11 +323,11 @@ def sentence_options(words: list[str], tags: list[str]) -> dict[str, tuple[list[
 
     for i, (word, tag) in enumerate(zip(words, tags)):
         w = word.lower()
-        site = _SITE.get(w)
+        site = SITE.get(w)
         if w in _SV and site is not None and tag == site[2]:
             pair, partner, _t = site
             side = "sg" if tag in _SG_VERB else "pl"
-            why = _exclusion(words, tags, i, quote_open)
+            why = exclusion(words, tags, i, quote_open)
             simple = _subject_verb(words, tags, i) if why is None else None
             attr, pattern = _attractor(words, tags, i) if why is None else (None, "")
             sv_opts, sv_ex = out["pairs-subject-verb"]
@@ -347,7 +347,7 @@ def sentence_options(words: list[str], tags: list[str]) -> dict[str, tuple[list[
         elif w in _DET and site is not None and tag == site[2]:
             pair, partner, _t = site
             opts, ex = out["pairs-determiner-noun"]
-            why = _exclusion(words, tags, i, quote_open)
+            why = exclusion(words, tags, i, quote_open)
             if why is None:
                 j = i + 1
                 if j < len(tags) and tags[j] in ("jj", "jjr", "jjs", "jjt", "od"):
