@@ -8,7 +8,7 @@ import unicodedata
 from typing import NamedTuple
 
 _WORD = re.compile(r"[a-z0-9]+")
-_SENT_SPLIT = re.compile(r"(?<=[.!?])\s+|(?<=[.!?][\"')\]])\s+")
+SENT_SPLIT = re.compile(r"(?<=[.!?])\s+|(?<=[.!?][\"')\]])\s+")
 
 
 def norm(text: str) -> str:
@@ -17,7 +17,7 @@ def norm(text: str) -> str:
 
 
 def sentences(text: str) -> list[str]:
-    return [s for s in _SENT_SPLIT.split(text) if s.strip()]
+    return [s for s in SENT_SPLIT.split(text) if s.strip()]
 
 
 def clean(text: str) -> str:
