@@ -1,7 +1,8 @@
-"""ebs-3's minimal pairs (electra_bench/data/suite_build/minimal_pairs.py): each family's site detection and exclusions on
-hand-written tagged Brown lines, the builder on a small generated fixture (good = the original, one word
-differs, balance so a frequency-only scorer sits at exactly 50%, the corpus check, determinism), and the loader
-(electra_bench/data/suite.py, task_sources.py) on a suite directory with a minimal-pairs task."""
+"""ebs-3's minimal pairs (electra_bench/data/suite_build/minimal_pairs.py, pair_sites.py): each family's site
+detection and exclusions on hand-written tagged Brown lines, the builder on a small generated fixture (good =
+the original, one word differs, balance so a frequency-only scorer sits at exactly 50%, the corpus check,
+determinism), and the loader (electra_bench/data/suite.py, task_sources.py) on a suite directory with a
+minimal-pairs task."""
 import gzip
 import json
 import lzma
@@ -12,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from electra_bench.data.suite_build.brown import BrownText, detok
-from electra_bench.data.suite_build.minimal_pairs import FAMILIES, make_minimal_pairs, sentence_options
+from electra_bench.data.suite_build.minimal_pairs import FAMILIES, make_minimal_pairs
+from electra_bench.data.suite_build.pair_sites import sentence_options
 from electra_bench.data.suite_build.text import norm
 
 from electra_bench.data.task_sources import load_tasks

@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
+from typing import NamedTuple
 
 from .brown import BrownText, detok, parse_brown_file  # noqa: F401  (tests import it from here too)
 from .text import Derived, norm, rng_for
@@ -244,37 +245,43 @@ def shaped_sentences(brown_docs, roles, split_roles, sent_stats: Counter) -> lis
 
 def _split_rows(brown_docs, roles, split_roles, rng, used: set, stats: dict):
     sent_stats = Counter()
-    cand_sites = Counter()  # pair -> sites with the right word and tag, in kept-shape sentences
-    tag_mismatch = Counter()
-    excluded = Counter()
+    sites = _SiteCounts(Counter(), Counter(), Counter())
     # pass 1: sentences of the right shape
     shaped = shaped_sentences(brown_docs, roles, split_roles, sent_stats)
-    sources = {norm(text) for _w, _t, text in shaped}
     # pass 2: valid sites, one picked per sentence
-    groups = defaultdict(list)  # (pair, word) -> [(words, site, text)]
+    groups = _pick_sites(shaped, used, rng, sent_stats, sites)
+    # pass 3: balance -- four equal cells per pair
+    rows, group_sizes, dropped, final = _balance(groups, rng)
+    stats.update({
+        "sentences": dict(sent_stats),
+        "site_candidates": {p: sites.candidates[p] for p in PAIR_NAMES},
+        "site_tag_mismatch": dict(sorted(sites.tag_mismatch.items())),
+        "site_excluded": dict(sorted(sites.excluded.items())),
+        "site_excluded_by_rule": dict(sorted(_by_rule(sites.excluded).items())),
+        "sentences_per_site_word": group_sizes,
+        "balance_dropped": dict(dropped),
+        "final_per_cell": dict(sorted(final.items())),
+        "labels": dict(sorted(Counter(label for _t, label in rows).items())),
+    })
+    return rows
+
+
+class _SiteCounts(NamedTuple):
+    candidates: Counter    # pair -> sites with the right word and tag, in kept-shape sentences
+    tag_mismatch: Counter  # "word/tag" -> sites whose word is a pair's but whose tag is not
+    excluded: Counter      # "pair:rule" -> sites an exclusion rule (or flip-is-a-source) dropped
+
+
+def _pick_sites(shaped: list, used: set, rng, sent_stats: Counter, sites: _SiteCounts) -> dict:
+    """(pair, word) -> [(words, site, text)]: per sentence not used before, one of its valid sites."""
+    sources = {norm(text) for _w, _t, text in shaped}
+    groups = defaultdict(list)
     for words, tags, text in shaped:
         key = norm(text)
         if key in used:
             sent_stats["duplicate"] += 1
             continue
-        quote_open = quote_open_at(words)
-        valid = []
-        for i, (w, t) in enumerate(zip(words, tags)):
-            site = SITE.get(w.lower())
-            if site is None:
-                continue
-            pair, _partner, need = site
-            if t != need:
-                tag_mismatch[f"{w.lower()}/{t}"] += 1
-                continue
-            cand_sites[pair] += 1
-            why = exclusion(words, tags, i, quote_open)
-            if why is None and norm(detok(flip(words, i))) in sources:
-                why = "flip-is-a-source"
-            if why is not None:
-                excluded[f"{pair}:{why}"] += 1
-                continue
-            valid.append(i)
+        valid = _valid_sites(words, tags, sources, sites)
         if not valid:
             sent_stats["no-valid-site"] += 1
             continue
@@ -282,7 +289,35 @@ def _split_rows(brown_docs, roles, split_roles, rng, used: set, stats: dict):
         i = rng.choice(valid)
         groups[(SITE[words[i].lower()][0], words[i].lower())].append((words, i, text))
         sent_stats["kept"] += 1
-    # pass 3: balance -- four equal cells per pair
+    return groups
+
+
+def _valid_sites(words: list[str], tags: list[str], sources: set, sites: _SiteCounts) -> list[int]:
+    """The sentence's sites with the right tag that no exclusion rule drops and whose flip is no source."""
+    quote_open = quote_open_at(words)
+    valid = []
+    for i, (w, t) in enumerate(zip(words, tags)):
+        site = SITE.get(w.lower())
+        if site is None:
+            continue
+        pair, _partner, need = site
+        if t != need:
+            sites.tag_mismatch[f"{w.lower()}/{t}"] += 1
+            continue
+        sites.candidates[pair] += 1
+        why = exclusion(words, tags, i, quote_open)
+        if why is None and norm(detok(flip(words, i))) in sources:
+            why = "flip-is-a-source"
+        if why is not None:
+            sites.excluded[f"{pair}:{why}"] += 1
+            continue
+        valid.append(i)
+    return valid
+
+
+def _balance(groups: dict, rng) -> tuple[list, dict, Counter, Counter]:
+    """Four equal cells per pair (each word as source and as flip): rows (text, label) shuffled; the
+    sentences per site word; what the balance dropped per pair; rows per cell."""
     rows, final = [], Counter()
     group_sizes, dropped = {}, Counter()
     for sg, pl, _a, _b in PAIRS:
@@ -300,18 +335,7 @@ def _split_rows(brown_docs, roles, split_roles, rng, used: set, stats: dict):
                 rows.append((detok(flip(words, i)), "0"))
                 final[f"0:{word}->{other}"] += 1
     rng.shuffle(rows)
-    stats.update({
-        "sentences": dict(sent_stats),
-        "site_candidates": {p: cand_sites[p] for p in PAIR_NAMES},
-        "site_tag_mismatch": dict(sorted(tag_mismatch.items())),
-        "site_excluded": dict(sorted(excluded.items())),
-        "site_excluded_by_rule": dict(sorted(_by_rule(excluded).items())),
-        "sentences_per_site_word": group_sizes,
-        "balance_dropped": dict(dropped),
-        "final_per_cell": dict(sorted(final.items())),
-        "labels": dict(sorted(Counter(label for _t, label in rows).items())),
-    })
-    return rows
+    return rows, group_sizes, dropped, final
 
 
 def _by_rule(excluded: Counter) -> Counter:

@@ -234,43 +234,10 @@ def make_paraphrase(bibles: dict, seed: int = DEFAULT_SEED, train_size: int = TR
     if len(names) < 2:
         raise ValueError("need at least two translations")
     stats: dict = {"translations": names}
-    all_ids = set().union(*(bibles[t] for t in names))
-    shared = [v for v in all_ids if all(bibles[t].get(v) for t in names)]
-    stats["verse_ids"] = len(all_ids)
-    stats["dropped_not_in_all_translations"] = len(all_ids) - len(shared)
-    wl = {(t, v): words(bibles[t][v]) for v in shared for t in names}
-    eligible = sorted((v for v in shared if all(MIN_WORDS <= len(wl[(t, v)]) <= MAX_WORDS for t in names)),
-                      key=bcv)
-    stats["dropped_length"] = len(shared) - len(eligible)
-    stats["candidate_verses"] = len(eligible)
-    ws = {(t, v): set(wl[(t, v)]) for v in eligible for t in names}
-
-    def jac(a, v, b, w):
-        x, y = ws[(a, v)], ws[(b, w)]
-        inter = len(x & y)
-        return inter / (len(x) + len(y) - inter)
-
-    ordered = [(a, b) for a in names for b in names if a != b]
-    sample = eligible[::max(1, len(eligible) // 3000)]
-    med = {}
-    for a, b in ordered:
-        js = sorted(jac(a, v, b, v) for v in sample)
-        med[(a, b)] = js[len(js) // 2] if js else 0.0
-    cut = sorted(med.values())[(len(med) - 1) // 2]
-    pairs = [p for p in ordered if med[p] <= cut]
-    stats["pair_median_jaccard"] = {f"{a}-{b}": round(med[(a, b)], 3) for a, b in ordered if a < b}
-    stats["pairs_used"] = sorted({"-".join(sorted(p)) for p in pairs})
-
-    def key_of(pair, v, w):
-        a, b = pair
-        n1, n2 = len(wl[(a, v)]), len(wl[(b, w)])
-        x, y = bigrams(wl[(a, v)]), bigrams(wl[(b, w)])
-        inter = len(x & y)
-        j2 = inter / (len(x) + len(y) - inter) if x or y else 0.0
-        return (pair,) + _bin(jac(a, v, b, w), n1, n2, j2)
-
+    texts = _Texts(bibles, names, stats)
+    pairs = _translation_pairs(texts, names, stats)
     chapters = defaultdict(list)
-    for v in eligible:
+    for v in texts.eligible:
         b, c, _ = bcv(v)
         chapters[(b, c)].append(v)
     dev_books = split_books({b for b, _ in chapters}, seed, dev_fraction)
@@ -279,78 +246,144 @@ def make_paraphrase(bibles: dict, seed: int = DEFAULT_SEED, train_size: int = TR
     negs = {"train": [], "dev": []}   # (bin key, row)
     rest = {"train": [], "dev": []}   # verses left for positives
     for key in sorted(chapters):
-        rng = rng_for(seed, f"bible-paraphrase:{key[0]}:{key[1]}")
-        verses = chapters[key]
         split = "dev" if key[0] in dev_books else "train"
-        cands = []
-        for v in verses:
-            for a, b in rng.sample(pairs, min(neg_pairs, len(pairs))):
-                n1 = len(wl[(a, v)])
-                for w in verses:
-                    n2 = len(wl[(b, w)])
-                    if w == v or max(n1, n2) > MAX_LEN_RATIO * min(n1, n2) or wl[(a, v)] == wl[(b, w)]:
-                        continue
-                    cands.append((jac(a, v, b, w), rng.random(), v, w, (a, b)))
-        cands.sort(key=lambda x: (-x[0], x[1]))
-        used = set()
-        budget = int(neg_share * len(verses)) // 2
-        for _, _, v, w, (a, b) in cands:
-            if budget <= 0:
-                break
-            if v in used or w in used:
-                continue
-            used.update((v, w))
-            budget -= 1
-            negs[split].append((key_of((a, b), v, w), (bibles[a][v], bibles[b][w], "0")))
-        rest[split].extend(v for v in verses if v not in used)
-
+        rng = rng_for(seed, f"bible-paraphrase:{key[0]}:{key[1]}")
+        rest[split].extend(_chapter_negatives(texts, chapters[key], pairs, rng, neg_share, neg_pairs, negs[split]))
     out, before = {}, {}
     for split, cap in (("train", train_size), ("dev", dev_size)):
-        rng = rng_for(seed, f"bible-paraphrase:match:{split}")
-        demand = defaultdict(int)
-        for k, _ in negs[split]:
-            demand[k] += 1
-        verses = rest[split][:]
-        rng.shuffle(verses)
-        pos, unplaced, identical = [], [], 0
-        for v in verses:
-            opts = [p for p in pairs if wl[(p[0], v)] != wl[(p[1], v)]]
-            if not opts:
-                identical += 1
-                continue
-            keyed = [(demand[key_of(p, v, v)], rng.random(), p) for p in opts]
-            d, _, p = max(keyed)
-            row = (bibles[p[0]][v], bibles[p[1]][v], "1")
-            if d > 0:
-                demand[key_of(p, v, v)] -= 1
-                pos.append((key_of(p, v, v), row))
-            else:
-                a, b = rng.choice(opts)
-                unplaced.append((bibles[a][v], bibles[b][v], "1"))
-        stats[f"{split}_candidates"] = {"1": len(pos) + len(unplaced), "0": len(negs[split])}
-        stats[f"{split}_dropped_identical_positive"] = identical
-        before[split] = _balanced([r for _, r in pos] + unplaced + [r for _, r in negs[split]], rng)
-        by_bin = defaultdict(lambda: ([], []))
-        for i, side in enumerate((pos, negs[split])):
-            for k, row in side:
-                by_bin[k][i].append(row)
-        matched = []  # (positive, negative) couples from the same bin
-        for k in sorted(by_bin):
-            p, n = by_bin[k]
-            rng.shuffle(p)
-            rng.shuffle(n)
-            matched.extend(zip(p, n))
-        stats[f"{split}_dropped_unmatched"] = {"1": len(pos) + len(unplaced) - len(matched),
-                                               "0": len(negs[split]) - len(matched)}
-        rng.shuffle(matched)
-        stats[f"{split}_dropped_cap"] = max(0, len(matched) - cap // 2)
-        matched = matched[:cap // 2]
-        rows = [r for couple in matched for r in couple]
-        rng.shuffle(rows)
-        out[split] = rows
+        out[split], before[split] = _split_rows(texts, split, cap, rest[split], negs[split], pairs,
+                                                rng_for(seed, f"bible-paraphrase:match:{split}"), stats)
     for split in ("train", "dev"):
         stats[f"{split}_final"] = {"1": sum(r[2] == "1" for r in out[split]),
                                    "0": sum(r[2] == "0" for r in out[split])}
     stats["overlap_baseline_dev_acc_unmatched"] = overlap_baseline(before["train"], before["dev"])
     stats["overlap_baseline_dev_acc"] = overlap_baseline(out["train"], out["dev"])
     return Derived(out["train"], out["dev"], stats)
+
+
+class _Texts:
+    """The candidate verses (step 1) with each translation's word list and word set, the Jaccard of two
+    texts and the matching-bin key of an ordered pair."""
+
+    def __init__(self, bibles: dict, names: list, stats: dict):
+        self.bibles = bibles
+        all_ids = set().union(*(bibles[t] for t in names))
+        shared = [v for v in all_ids if all(bibles[t].get(v) for t in names)]
+        stats["verse_ids"] = len(all_ids)
+        stats["dropped_not_in_all_translations"] = len(all_ids) - len(shared)
+        self.wl = wl = {(t, v): words(bibles[t][v]) for v in shared for t in names}
+        self.eligible = sorted((v for v in shared if all(MIN_WORDS <= len(wl[(t, v)]) <= MAX_WORDS for t in names)),
+                               key=bcv)
+        stats["dropped_length"] = len(shared) - len(self.eligible)
+        stats["candidate_verses"] = len(self.eligible)
+        self.ws = {(t, v): set(wl[(t, v)]) for v in self.eligible for t in names}
+
+    def jac(self, a, v, b, w):
+        x, y = self.ws[(a, v)], self.ws[(b, w)]
+        inter = len(x & y)
+        return inter / (len(x) + len(y) - inter)
+
+    def key_of(self, pair, v, w):
+        a, b = pair
+        n1, n2 = len(self.wl[(a, v)]), len(self.wl[(b, w)])
+        x, y = bigrams(self.wl[(a, v)]), bigrams(self.wl[(b, w)])
+        inter = len(x & y)
+        j2 = inter / (len(x) + len(y) - inter) if x or y else 0.0
+        return (pair,) + _bin(self.jac(a, v, b, w), n1, n2, j2)
+
+
+def _translation_pairs(texts: _Texts, names: list, stats: dict) -> list:
+    """Step 2: the ordered translation pairs whose median same-verse Jaccard is at most the median."""
+    ordered = [(a, b) for a in names for b in names if a != b]
+    sample = texts.eligible[::max(1, len(texts.eligible) // 3000)]
+    med = {}
+    for a, b in ordered:
+        js = sorted(texts.jac(a, v, b, v) for v in sample)
+        med[(a, b)] = js[len(js) // 2] if js else 0.0
+    cut = sorted(med.values())[(len(med) - 1) // 2]
+    pairs = [p for p in ordered if med[p] <= cut]
+    stats["pair_median_jaccard"] = {f"{a}-{b}": round(med[(a, b)], 3) for a, b in ordered if a < b}
+    stats["pairs_used"] = sorted({"-".join(sorted(p)) for p in pairs})
+    return pairs
+
+
+def _chapter_negatives(texts: _Texts, verses: list, pairs: list, rng, neg_share: float, neg_pairs: int,
+                       negs: list) -> list:
+    """Step 3 for one chapter: its negatives appended to `negs` as (bin key, row); the verses left."""
+    wl = texts.wl
+    cands = []
+    for v in verses:
+        for a, b in rng.sample(pairs, min(neg_pairs, len(pairs))):
+            n1 = len(wl[(a, v)])
+            for w in verses:
+                n2 = len(wl[(b, w)])
+                if w == v or max(n1, n2) > MAX_LEN_RATIO * min(n1, n2) or wl[(a, v)] == wl[(b, w)]:
+                    continue
+                cands.append((texts.jac(a, v, b, w), rng.random(), v, w, (a, b)))
+    cands.sort(key=lambda x: (-x[0], x[1]))
+    used = set()
+    budget = int(neg_share * len(verses)) // 2
+    for _, _, v, w, (a, b) in cands:
+        if budget <= 0:
+            break
+        if v in used or w in used:
+            continue
+        used.update((v, w))
+        budget -= 1
+        negs.append((texts.key_of((a, b), v, w), (texts.bibles[a][v], texts.bibles[b][w], "0")))
+    return [v for v in verses if v not in used]
+
+
+def _positives(texts: _Texts, verses: list, pairs: list, demand: dict, rng) -> tuple[list, list, int]:
+    """Step 4: each verse's positive in the pair whose bin lacks the most positives: (bin key, row) where a
+    bin still lacked one, bare rows where none did; and the verses identical in every allowed pair."""
+    wl, bibles = texts.wl, texts.bibles
+    pos, unplaced, identical = [], [], 0
+    for v in verses:
+        opts = [p for p in pairs if wl[(p[0], v)] != wl[(p[1], v)]]
+        if not opts:
+            identical += 1
+            continue
+        keyed = [(demand[texts.key_of(p, v, v)], rng.random(), p) for p in opts]
+        d, _, p = max(keyed)
+        row = (bibles[p[0]][v], bibles[p[1]][v], "1")
+        if d > 0:
+            demand[texts.key_of(p, v, v)] -= 1
+            pos.append((texts.key_of(p, v, v), row))
+        else:
+            a, b = rng.choice(opts)
+            unplaced.append((bibles[a][v], bibles[b][v], "1"))
+    return pos, unplaced, identical
+
+
+def _split_rows(texts: _Texts, split: str, cap: int, rest: list, negs: list, pairs: list, rng,
+                stats: dict) -> tuple[list, list]:
+    """Steps 4-5 for one split: its rows, matched per bin and capped; and the rows balanced only by label
+    (for the overlap baseline without matching)."""
+    demand = defaultdict(int)
+    for k, _ in negs:
+        demand[k] += 1
+    verses = rest[:]
+    rng.shuffle(verses)
+    pos, unplaced, identical = _positives(texts, verses, pairs, demand, rng)
+    stats[f"{split}_candidates"] = {"1": len(pos) + len(unplaced), "0": len(negs)}
+    stats[f"{split}_dropped_identical_positive"] = identical
+    before = _balanced([r for _, r in pos] + unplaced + [r for _, r in negs], rng)
+    by_bin = defaultdict(lambda: ([], []))
+    for i, side in enumerate((pos, negs)):
+        for k, row in side:
+            by_bin[k][i].append(row)
+    matched = []  # (positive, negative) couples from the same bin
+    for k in sorted(by_bin):
+        p, n = by_bin[k]
+        rng.shuffle(p)
+        rng.shuffle(n)
+        matched.extend(zip(p, n))
+    stats[f"{split}_dropped_unmatched"] = {"1": len(pos) + len(unplaced) - len(matched),
+                                           "0": len(negs) - len(matched)}
+    rng.shuffle(matched)
+    stats[f"{split}_dropped_cap"] = max(0, len(matched) - cap // 2)
+    matched = matched[:cap // 2]
+    rows = [r for couple in matched for r in couple]
+    rng.shuffle(rows)
+    return rows, before

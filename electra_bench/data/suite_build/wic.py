@@ -184,6 +184,31 @@ def make_wic(examples, seed: int = 20240601, dev_fraction: float = DEV_FRACTION,
     """
     stats = {"examples": len(examples)}
     drops = Counter()
+    ok = _kept_examples(examples, drops)
+    stats["examples kept"] = len(ok)
+    by_target, targets = _targets(examples, ok, stats, drops)
+    lemmas = sorted({t[0] for t in targets})
+    rng_for(seed, "wic-split").shuffle(lemmas)
+    n_dev = round(len(lemmas) * dev_fraction)
+    dev_lemmas = set(lemmas[:n_dev])
+    stats["lemmas train/dev"] = [len(lemmas) - n_dev, n_dev]
+    rows, per_target, used = _pair_rows(examples, by_target, targets, dev_lemmas, rng_for(seed, "wic-pairs"),
+                                        pairs_per_label, max_jaccard_gap, reuse_in_target, drops)
+    stats["targets by pairs per label"] = {str(k): v for k, v in sorted(per_target.items())}
+    stats["example sentences used"] = len(used)
+    stats["drops"] = dict(drops)
+    out = {}
+    for split in ("train", "dev"):
+        r = rows[split]
+        rng_for(seed, f"wic-order-{split}").shuffle(r)
+        stats[f"{split} by label"] = dict(sorted(Counter(x[2] for x in r).items()))
+        stats[f"{split} by POS/label"] = dict(sorted(Counter(f"{x[3]}/{x[2]}" for x in r).items()))
+        out[split] = [x[:3] for x in r]
+    return Derived(out["train"], out["dev"], stats)
+
+
+def _kept_examples(examples, drops: Counter) -> list[int]:
+    """Indices of the examples the task may use: long enough, unique in WordNet, with a synset lemma."""
     norm_count = Counter(norm(e.sentence) for e in examples)
     ok = []
     for i, e in enumerate(examples):
@@ -195,9 +220,12 @@ def make_wic(examples, seed: int = 20240601, dev_fraction: float = DEV_FRACTION,
             drops["no synset lemma found in sentence"] += 1
         else:
             ok.append(i)
-    stats["examples kept"] = len(ok)
+    return ok
 
-    # (lemma, pos) -> offset -> [example index]
+
+def _targets(examples, ok: list[int], stats: dict, drops: Counter) -> tuple[dict, list]:
+    """(lemma, pos) -> synset offset -> [example index]; and the targets, the (lemma, pos) with a positive
+    and a negative possible."""
     by_target = defaultdict(lambda: defaultdict(list))
     for i in ok:
         e = examples[i]
@@ -211,14 +239,13 @@ def make_wic(examples, seed: int = 20240601, dev_fraction: float = DEV_FRACTION,
     targets = sorted(t for t, s in multi.items() if any(len(ex) >= 2 for ex in s.values()))
     stats["targets (positive and negative possible)"] = len(targets)
     drops["lemma/POS without a positive or a negative"] = len(by_target) - len(targets)
+    return by_target, targets
 
-    lemmas = sorted({t[0] for t in targets})
-    rng_for(seed, "wic-split").shuffle(lemmas)
-    n_dev = round(len(lemmas) * dev_fraction)
-    dev_lemmas = set(lemmas[:n_dev])
-    stats["lemmas train/dev"] = [len(lemmas) - n_dev, n_dev]
 
-    rng = rng_for(seed, "wic-pairs")
+def _pair_rows(examples, by_target: dict, targets: list, dev_lemmas: set, rng, pairs_per_label: int,
+               max_jaccard_gap: float, reuse_in_target: bool, drops: Counter) -> tuple[dict, Counter, set]:
+    """Targets in seeded order, each its pairs of still-unused examples: rows (s1, s2, label, pos) per
+    split; how many targets gave k pairs per label; the examples used."""
     order = list(targets)
     rng.shuffle(order)
     used = set()
@@ -237,17 +264,7 @@ def make_wic(examples, seed: int = 20240601, dev_fraction: float = DEV_FRACTION,
             if rng.random() < 0.5:
                 a, b = b, a
             rows[split].append((examples[a].sentence, examples[b].sentence, label, target[1]))
-    stats["targets by pairs per label"] = {str(k): v for k, v in sorted(per_target.items())}
-    stats["example sentences used"] = len(used)
-    stats["drops"] = dict(drops)
-    out = {}
-    for split in ("train", "dev"):
-        r = rows[split]
-        rng_for(seed, f"wic-order-{split}").shuffle(r)
-        stats[f"{split} by label"] = dict(sorted(Counter(x[2] for x in r).items()))
-        stats[f"{split} by POS/label"] = dict(sorted(Counter(f"{x[3]}/{x[2]}" for x in r).items()))
-        out[split] = [x[:3] for x in r]
-    return Derived(out["train"], out["dev"], stats)
+    return rows, per_target, used
 
 
 def _pairs_for(synsets: dict, k_max: int, rng, examples, max_gap: float, drops: Counter,
