@@ -630,7 +630,7 @@ def append_docs(path: Path, env: dict, rows: list[dict], cfg: Config) -> None:
 # ------------------------------------------------------------------------------------------------ main
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dry-run", action="store_true", help="CPU, tiny shapes: the same commands, for CI")
     ap.add_argument("--out", default="results/gpu_check", help="where gpu_check.json and gpu_check.md go")
@@ -645,78 +645,82 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--glue", default=None,
                     help="a GLUE directory: adds the calibration section (scripts/calibrate.py on RTE, MRPC, STS-B "
                          "and CoLA, 1 seed, for the models already in the local HF cache; docs/interop.md)")
-    args = ap.parse_args(argv)
+    return ap
 
-    from electra_bench.store import atomic_io
 
-    cfg = dry_config() if args.dry_run else gpu_config()
-    out_dir = Path(args.out).resolve()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    clock = Clock(cfg.budget_s)
-    steps: list[Step] = []
+class _Run:
+    """One check: its config and arguments, where it writes, its clock and the steps so far."""
 
-    def new_step(name: str) -> tuple[Step, float]:
-        s = Step(name, cfg.caps.get(name, EXTRA_CAPS.get(name, 60)))
-        steps.append(s)
-        return s, min(s.cap_s, clock.left())
+    def __init__(self, args, cfg):
+        self.args, self.cfg = args, cfg
+        self.out_dir = Path(args.out).resolve()
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self.clock = Clock(cfg.budget_s)
+        self.steps: list[Step] = []
+        self.only = None if args.only is None else {x.strip() for x in args.only.split(",") if x.strip()}
 
-    only = None if args.only is None else {x.strip() for x in args.only.split(",") if x.strip()}
+    def new_step(self, name: str) -> tuple[Step, float]:
+        s = Step(name, self.cfg.caps.get(name, EXTRA_CAPS.get(name, 60)))
+        self.steps.append(s)
+        return s, min(s.cap_s, self.clock.left())
 
-    def want(section: str) -> bool:
-        return only is None or section in only
+    def want(self, section: str) -> bool:
+        return self.only is None or section in self.only
 
-    s, _ = new_step("environment")
-    env = timed(s, environment, cfg) or {}
-    if cfg.device == "cuda" and not env:  # no GPU: nothing else can run; say so and stop
-        result = {"environment": {}, "speed": [], "parity": [], "distributed": {"status": "not run"},
-                  "compare_graph": {"status": "not run"}}
-    else:
-        peak = env.get("peak_flops")
-        rows: list[dict] = []
-        par, dist, graph, interop, calibration = [], {"status": "not asked"}, {"status": "not asked"}, {}, {}
-        caps = SPEED_CAPS_DRY if cfg.dry_run else SPEED_CAPS
+    def speed_steps(self, mode: str, peak) -> list[dict]:
+        caps = SPEED_CAPS_DRY if self.cfg.dry_run else SPEED_CAPS
+        out = []
+        for preset, batch, seq in self.cfg.speed_shapes:
+            s = Step(f"speed {mode} {preset} {batch}x{seq}", caps[mode])
+            self.steps.append(s)
+            out += timed(s, speed, self.cfg, self.args.python, self.out_dir, preset, (batch, seq), mode, s,
+                         min(s.cap_s, self.clock.left()), peak) or []
+        return out
 
-        def speed_steps(mode: str) -> list[dict]:
-            out = []
-            for preset, batch, seq in cfg.speed_shapes:
-                s = Step(f"speed {mode} {preset} {batch}x{seq}", caps[mode])
-                steps.append(s)
-                out += timed(s, speed, cfg, args.python, out_dir, preset, (batch, seq), mode, s,
-                             min(s.cap_s, clock.left()), peak) or []
-            return out
 
-        if want("speed"):
-            rows += speed_steps("eager")
-        if want("parity") or want("interop"):  # interop reads parity's RTD checkpoint
-            s, cap = new_step("parity")
-            par = timed(s, parity, cfg, args.python, out_dir, s, clock, cap, peak) or []
-        if want("interop"):
-            s, cap = new_step("interop")
-            interop = timed(s, interop_section, cfg, args.python, out_dir, s, cap) or {"status": s.status}
-        if want("distributed"):
-            s, cap = new_step("distributed")
-            dist = timed(s, distributed, cfg, args.python, out_dir, s, cap, env.get("gpu_count", 0), peak) or {
-                "status": s.status}
-        if want("graph"):
-            s, cap = new_step("compare graph")
-            graph = timed(s, compare_graph, cfg, args.python, out_dir, s, cap, env.get("gpu_count", 0)) or {
-                "status": s.status}
-        if args.glue and want("calibration"):
-            s, cap = new_step("calibration")
-            calibration = timed(s, calibration_section, args.python, out_dir, args.glue, cfg.device, s, cap) or {
-                "status": s.status}
-        for mode in ("compiled", "cudagraphs"):  # last: a compile that runs over its cap costs only its rows
-            if want(mode):
-                rows += speed_steps(mode)
-        if args.append_docs and rows:
-            append_docs(Path(args.append_docs), env, rows, cfg)
-        result = {"environment": env, "speed": rows, "parity": par, "distributed": dist, "compare_graph": graph,
-                  "interop": interop, "calibration": calibration}
+def _sections(run: _Run, env: dict) -> dict:
+    """Every asked section after the environment, in the order that keeps a slow compile from costing the
+    others: eager speed, parity, interop, distributed, graph, calibration, then compiled and cudagraphs."""
+    cfg, args, out_dir, want, new_step = run.cfg, run.args, run.out_dir, run.want, run.new_step
+    peak = env.get("peak_flops")
+    rows: list[dict] = []
+    par, dist, graph, interop, calibration = [], {"status": "not asked"}, {"status": "not asked"}, {}, {}
+    if want("speed"):
+        rows += run.speed_steps("eager", peak)
+    if want("parity") or want("interop"):  # interop reads parity's RTD checkpoint
+        s, cap = new_step("parity")
+        par = timed(s, parity, cfg, args.python, out_dir, s, run.clock, cap, peak) or []
+    if want("interop"):
+        s, cap = new_step("interop")
+        interop = timed(s, interop_section, cfg, args.python, out_dir, s, cap) or {"status": s.status}
+    if want("distributed"):
+        s, cap = new_step("distributed")
+        dist = timed(s, distributed, cfg, args.python, out_dir, s, cap, env.get("gpu_count", 0), peak) or {
+            "status": s.status}
+    if want("graph"):
+        s, cap = new_step("compare graph")
+        graph = timed(s, compare_graph, cfg, args.python, out_dir, s, cap, env.get("gpu_count", 0)) or {
+            "status": s.status}
+    if args.glue and want("calibration"):
+        s, cap = new_step("calibration")
+        calibration = timed(s, calibration_section, args.python, out_dir, args.glue, cfg.device, s, cap) or {
+            "status": s.status}
+    for mode in ("compiled", "cudagraphs"):  # last: a compile that runs over its cap costs only its rows
+        if want(mode):
+            rows += run.speed_steps(mode, peak)
+    if args.append_docs and rows:
+        append_docs(Path(args.append_docs), env, rows, cfg)
+    return {"environment": env, "speed": rows, "parity": par, "distributed": dist, "compare_graph": graph,
+            "interop": interop, "calibration": calibration}
 
-    result = {
+
+def _report(run: _Run, result: dict) -> dict:
+    """gpu_check.json's content: the date, whether every step passed, the config, the sections, the steps."""
+    cfg, steps = run.cfg, run.steps
+    return {
         "date": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
         "ok": all(s.ok for s in steps) and bool(steps),
-        "total_wall_s": time.monotonic() - clock.start,
+        "total_wall_s": time.monotonic() - run.clock.start,
         "config": {"dry_run": cfg.dry_run, "device": cfg.device, "precision": cfg.precision,
                    "speed_shapes": [list(x) for x in cfg.speed_shapes],
                    "compile_backend": cfg.compile_backend, "parity_preset": cfg.parity_preset,
@@ -726,6 +730,24 @@ def main(argv: list[str] | None = None) -> int:
         "steps": [{"name": s.name, "status": s.status, "wall_s": s.wall_s, "cap_s": s.cap_s, "commands": s.commands}
                   for s in steps],
     }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+
+    from electra_bench.store import atomic_io
+
+    cfg = dry_config() if args.dry_run else gpu_config()
+    run = _Run(args, cfg)
+    s, _ = run.new_step("environment")
+    env = timed(s, environment, cfg) or {}
+    if cfg.device == "cuda" and not env:  # no GPU: nothing else can run; say so and stop
+        result = {"environment": {}, "speed": [], "parity": [], "distributed": {"status": "not run"},
+                  "compare_graph": {"status": "not run"}}
+    else:
+        result = _sections(run, env)
+    result = _report(run, result)
+    out_dir = run.out_dir
     atomic_io.write_json(out_dir / "gpu_check.json", result)
     text = markdown(result)
     atomic_io.write_text(out_dir / "gpu_check.md", text)
