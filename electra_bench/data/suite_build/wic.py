@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 from .text import Derived, clean, norm, rng_for
 
-# kind, registry name, version, downloaded file name, sha256 of that file (build_suite.SOURCES format).
+# kind, registry name, version, downloaded file name, sha256 of that file (sources.SOURCES format).
 # apt-get saves the file with the epoch url-escaped ("1%3a").
 SOURCE = ("deb", "wordnet-base", "1:3.0-37", "wordnet-base_1%3a3.0-37_all.deb",
           "61060d960f9ada8fa120872312eccd3ecebfbab8c4579e4f5a74e1cf67620752")
