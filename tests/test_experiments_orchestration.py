@@ -179,6 +179,9 @@ def test_a_run_read_two_ways_keeps_its_first_readings_scores(tmp_path, word_corp
     assert {(r["objective"], r["fraction"]) for r in zs} == {("init", 0.0), ("mlm", 1.0), ("rtd", 1.0)}
     metrics = {(r["objective"], r["metric"]) for r in zs}
     assert ("rtd", "generator_accuracy") in metrics and ("init", "discriminator_accuracy") in metrics
+    assert all(0 <= r["value"] <= 100 for r in zs) and any(r["value"] > 1 for r in zs)  # every score's 0-100 scale
+    stats = summary["protocols"]["zeroshot"]["statistics"]
+    assert "not used" not in (stats.get("note") or "")  # the stored per-pair outcomes reproduce the rows
     assert summary["main_protocol"] == "probe" and set(summary["readings"]["per_reading"]) == {"probe", "zeroshot"}
     assert "Reading zeroshot: RTD - MLM" in rendered and "Zero-shot heads" in rendered
     assert json.loads(layout.config.read_text())["readings"] == ["zeroshot"]

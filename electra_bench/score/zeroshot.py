@@ -30,6 +30,7 @@ import torch.nn.functional as F
 from ..errors import BenchError
 from ..model import Encoder, has_padding
 from .finetune import dev_sha256
+from .metrics import compute
 
 READINGS = ("pll", "discriminator", "generator")
 
@@ -213,8 +214,8 @@ def _wins(good: np.ndarray, bad: np.ndarray, seed: int) -> np.ndarray:
 
 def evaluate_pairs(readers: dict[str, Reader], own: str, task, tokenizer, max_len: int, seed: int, device,
                    cache: dict | None = None, record: dict | None = None) -> dict[str, float]:
-    """One encoder's zero-shot metrics on one minimal-pair task and evaluation seed: `accuracy` (reading
-    `own`), `<reading>_accuracy` for every reader, `pairs_scored`; `cache` keeps the tokenised pairs and each
+    """One encoder's zero-shot metrics on one minimal-pair task and evaluation seed, 0-100 as every score:
+    `accuracy` (reading `own`), `<reading>_accuracy` for every reader, `pairs_scored` (a count); `cache` keeps the tokenised pairs and each
     reader's sentence scores across seeds (only ties depend on the seed); `record` receives the `own`
     reading's per-pair outcomes (1 = good preferred) for the statistics."""
     cache = cache if cache is not None else {}
@@ -228,12 +229,12 @@ def evaluate_pairs(readers: dict[str, Reader], own: str, task, tokenizer, max_le
         if rkey not in cache:
             cache[rkey] = score_with(reader, pairs, tokenizer.special, device)[1:]
         good, bad = cache[rkey]
-        wins = _wins(good, bad, seed)
-        metrics[metric_name(name)] = float(wins.mean())
+        wins, labels = _wins(good, bad, seed), np.ones(len(good), dtype=np.int64)
+        value = compute("accuracy", wins, labels)["accuracy"]  # the 0-100 scale of every score
+        metrics[metric_name(name)] = value
         if name == own:
-            metrics["accuracy"] = float(wins.mean())
+            metrics["accuracy"] = value
             if record is not None:
-                labels = np.ones(len(wins), dtype=np.int64)
                 record["dev"] = (wins, labels, pairs.index, _pairs_sha256(task, pairs.index))
     if "accuracy" not in metrics:
         raise BenchError(f"the zero-shot reading '{own}' is not one of this encoder's ({', '.join(readers)})")

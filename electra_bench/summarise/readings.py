@@ -44,14 +44,19 @@ def _brief(d: Mapping[str, Any]) -> dict:
     return {"estimate": d["estimate"], "ci": list(d["ci"]), "resolved": bool(d.get("resolved"))}
 
 
-def reading_record(block: Mapping[str, Any]) -> dict:
-    """One reading's statement: RTD - MLM at the final checkpoint (overall and per kind), each objective
-    against the untrained encoder."""
+def reading_record(block: Mapping[str, Any], kinds: Mapping[str, str] | None = None) -> dict:
+    """One reading's statement: RTD - MLM at the final checkpoint (overall and per kind: a reading whose
+    tasks are all of one kind, as the zero-shot reading's minimal pairs, states it for that kind), each
+    objective against the untrained encoder."""
     d = _final_difference(block)
     beats = (block.get("verdict") or {}).get("beats_untrained") or {}
+    per_kind = {k: _brief(v) for k, v in (d or {}).get("per_kind", {}).items()}
+    own = {(kinds or {}).get(t) for t in block.get("tasks", [])}
+    if d and not per_kind and len(own) == 1 and None not in own:
+        per_kind = {own.pop(): _brief(d)}
     return {
         "difference": _brief(d) if d else None,
-        "per_kind": {k: _brief(v) for k, v in (d or {}).get("per_kind", {}).items()},
+        "per_kind": per_kind,
         "beats_untrained": {o: {"difference": b.get("difference"), "ci": b.get("ci"), "beats": b.get("beats")}
                             for o, b in beats.items()},
         "tasks": list(block.get("tasks", [])),
@@ -77,7 +82,7 @@ def disagreements(per_reading: Mapping[str, Mapping[str, Any]]) -> list[dict]:
 def heads(scores, level: float = 0.95) -> dict[str, dict]:
     """The zero-shot reading's every head at the final checkpoint (and the untrained encoder): the mean
     over pre-training seeds of each seed's accuracy (mean over minimal-pair tasks and evaluation seeds,
-    0-100), with a Student-t interval over the seeds (None with one seed). `scores`: the run's score rows
+    0-100 as stored), with a Student-t interval over the seeds (None with one seed). `scores`: the run's score rows
     (a DataFrame) of the zeroshot protocol."""
     out = {}
     if scores is None or scores.empty:
@@ -88,7 +93,7 @@ def heads(scores, level: float = 0.95) -> dict[str, dict]:
                       & (scores["fraction"] == finals.get(label, -1))]
         if rows.empty:
             continue
-        per_seed = 100 * rows.groupby("pretrain_seed")["value"].mean().to_numpy(dtype=float)
+        per_seed = rows.groupby("pretrain_seed")["value"].mean().to_numpy(dtype=float)
         mean = float(per_seed.mean())
         ci = None
         if len(per_seed) > 1:
@@ -99,12 +104,14 @@ def heads(scores, level: float = 0.95) -> dict[str, dict]:
     return out
 
 
-def compare_readings(protocols: Mapping[str, Mapping[str, Any]], main: str, zeroshot_scores=None) -> dict | None:
-    """summary.json's `readings` (docs/results.md), for a run scored under more than one protocol (None
-    otherwise): the headline's reading, each reading's statement, the disagreements, the zero-shot heads."""
+def compare_readings(protocols: Mapping[str, Mapping[str, Any]], main: str, zeroshot_scores=None,
+                     kinds: Mapping[str, str] | None = None) -> dict | None:
+    """summary.json's `readings` (docs/results.md), for a run scored under more than one protocol or
+    zero-shot (None otherwise): the headline's reading, each reading's statement, the disagreements, the
+    zero-shot heads. `kinds`: each task's kind (a suite of kinds)."""
     if len(protocols) < 2 and "zeroshot" not in protocols:
         return None
-    per = {name: reading_record(block) for name, block in protocols.items()}
+    per = {name: reading_record(block, kinds) for name, block in protocols.items()}
     out = {"main": main, "per_reading": per, "disagreements": disagreements(per)}
     if zeroshot_scores is not None:
         out["zeroshot_heads"] = heads(zeroshot_scores)

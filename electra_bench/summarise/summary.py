@@ -720,7 +720,8 @@ def build_summary(run: RunDir, task_specs: Mapping[str, Any] | None = None, conv
         verdict=protocols[main]["verdict"],
         crossover=protocols[main]["crossover"],
         readings=readings.compare_readings(protocols, main, df[df["protocol"] == "zeroshot"]
-                                           if "zeroshot" in protocols else None),
+                                           if "zeroshot" in protocols else None,
+                                           scorer.kinds if scorer.kind == "suite-kind-mean" else None),
     ).to_json()
 
 
