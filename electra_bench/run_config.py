@@ -11,7 +11,7 @@ Each stage receives its own part (the optimizer `optim`, the learning-rate sched
 objective `model` and `objective`, fine-tuning `evaluation`). A field is a *knob*: its name is unique over
 the whole tree (the encoder's fields included), so a knob is set by name (`with_knobs`, `--lr` on the
 command line, a preset's per-objective values) without saying where it lives; adding one is one field here
-and, if users set it, one option in cli.py.
+and, if users set it, one option in cli/options.py.
 
 Plain data, no torch (the command line checks a config before torch is imported). presets.py names them.
 """

@@ -136,6 +136,6 @@ def test_the_checker_resolves_relative_and_local_imports():
     """The checker itself: relative imports resolve to modules, function-local ones are seen."""
     found = {(t, top) for t, _, top, _ in _imports(PACKAGE / "pretrain" / "trainer.py", "electra_bench.pretrain.trainer")}
     assert ("electra_bench.store.layout", True) in found and ("electra_bench.pretrain.checkpoint", True) in found
-    found = {(t, top) for t, _, top, _ in _imports(PACKAGE / "cli.py", "electra_bench.cli")}
+    found = {(t, top) for t, _, top, _ in _imports(PACKAGE / "cli" / "experiment.py", "electra_bench.cli.experiment")}
     assert ("electra_bench.experiments.compare", False) in found  # imported inside the command
     assert rank("electra_bench.summarise.summary") > rank("electra_bench.pretrain.trainer")

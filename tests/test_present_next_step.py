@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from electra_bench import cli
+from electra_bench.cli import experiment as cli_experiment
 from electra_bench.experiments import compare as compare_mod
 from electra_bench.present import report
 from electra_bench.present.next_step import compare_args, next_step_lines
@@ -26,7 +27,7 @@ def parsed_spec(args: list[str], monkeypatch):
         return {"jobs": []}
 
     monkeypatch.setattr(compare_mod, "plan_only", capture)
-    monkeypatch.setattr(cli, "_show_graph", lambda plan, as_json: None)
+    monkeypatch.setattr(cli_experiment, "show_graph", lambda plan, as_json: None)
     result = CliRunner().invoke(cli.main, ["compare", *args, "--dry-run"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     return seen["spec"], seen["run_id"]

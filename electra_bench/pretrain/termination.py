@@ -1,7 +1,7 @@
 """SIGTERM as a clean stop: what a batch scheduler sends before it kills a job.
 
 Two behaviours, chosen by where the process is:
-- `raising()` (the command line, cli.py): SIGTERM raises `Terminated` at once, as Ctrl-C raises
+- `raising()` (the command line, cli/__init__.py): SIGTERM raises `Terminated` at once, as Ctrl-C raises
   KeyboardInterrupt; the CLI prints one line and exits 143.
 - `deferred()` (the trainer's whole run): SIGTERM only sets a flag. The training loop reads it with
   `requested()` between steps, where every log row and checkpoint is complete, saves the resumable state
