@@ -10,6 +10,7 @@ from electra_bench.score.metrics import compute
 from electra_bench.store import predictions
 from electra_bench.store import runs as results
 from electra_bench.summarise import summary
+from electra_bench.present.summary_text import headline_lines, learning_lines
 
 TASKS = {"sst2": "accuracy", "cola": "mcc"}
 EVAL_SEEDS = 3  # with 3, a median and a mean differ: the definitions could not hide behind each other
@@ -89,7 +90,7 @@ def test_held_out_learning_and_the_downstream_score_are_told_apart(tmp_path):
     s = summary.build_summary(run)
     s["learning"] = {"mlm": {"runs": [{"seed": 0, "learned": True}], "learned": True,
                              "final_mean": {"mlm_gain_nats": 2.5, "token_cosine": 0.3}}}
-    lines = summary.learning_lines(s) + summary.headline_lines(s)
+    lines = learning_lines(s) + headline_lines(s)
     learned = next(line for line in lines if "MLM learned" in line)
     untrained = next(line for line in lines if line.startswith("The untrained encoder already reaches MLM"))
     assert "held-out pre-training diagnostics" in learned

@@ -9,6 +9,8 @@ from electra_bench.errors import BenchError
 from electra_bench.score.metrics import compute
 from electra_bench.store import runs as results
 from electra_bench.summarise import summary
+from electra_bench.present.summary_text import headline_lines
+from electra_bench.summarise.invariants import invariant_violations
 from electra_bench.store.predictions import PredictionStore, TaskPredictions
 
 TASKS = {"sst2": "accuracy", "cola": "mcc"}
@@ -56,9 +58,9 @@ def test_predictions_reproduce_rows_and_feed_the_multibootstrap(tmp_path):
     v = s["verdict"]
     assert v["kind"] == "ranked" and v["better"] == "rtd" and v["difference"] == final["estimate"]
     assert s["crossover"]["rtd_over_mlm"]["status"] == "crossed"
-    assert summary.invariant_violations(s) == []
+    assert invariant_violations(s) == []
     # the suite-level probability beside the difference, rliable's per-task average only under its own name
-    verdict = next(line for line in summary.headline_lines(s) if line.startswith("Verdict:"))
+    verdict = next(line for line in headline_lines(s) if line.startswith("Verdict:"))
     assert f"P(RTD > MLM) = {final['prob_improvement']:.2f} over pairs of pre-training seeds (rliable's " \
            f"per-task average: {final['rliable_prob_improvement']:.2f})" in verdict, verdict
     assert verdict.count("P(RTD > MLM)") == 1, verdict
@@ -74,7 +76,7 @@ def test_a_close_call_is_not_resolved_and_gets_a_plan(tmp_path):
     v = s["verdict"]
     assert v["kind"] == "not_resolved" and v["verdict"] == "not resolved with 2 pre-training seeds"
     assert v["plan"]["detectable_difference"] > abs(v["difference"])
-    lines = summary.headline_lines(s)
+    lines = headline_lines(s)
     assert any(line.startswith("Plan: this design (2 pre-training seeds) detects differences of") for line in lines)
 
 
@@ -97,7 +99,7 @@ def test_without_predictions_statistics_are_over_seeds_only(tmp_path):
     s = summary.build_summary(run)
     st = s["protocols"]["probe"]["statistics"]
     assert st["method"] == "seeds-only" and "too narrow" in st["note"]
-    assert any(line.startswith("Statistics: seeds-only") for line in summary.headline_lines(s))
+    assert any(line.startswith("Statistics: seeds-only") for line in headline_lines(s))
 
 
 def test_a_second_dev_set_under_the_same_task_is_refused(tmp_path):
@@ -119,8 +121,8 @@ def test_one_pretrain_seed_reads_as_one_and_claims_no_probability_over_pairs(tmp
     final = next(d for d in s["protocols"]["probe"]["statistics"]["differences"] if d["fraction"] == 1.0)
     assert final["prob_improvement"] is None and final["rliable_prob_improvement"] is None
     assert all(t["prob_improvement"] is None for t in final["per_task"].values())
-    verdict = next(line for line in summary.headline_lines(s) if line.startswith("Verdict:"))
+    verdict = next(line for line in headline_lines(s) if line.startswith("Verdict:"))
     assert "p < 0.001" in verdict and "p = <" not in verdict and "P(RTD > MLM)" not in verdict, verdict
     assert verdict.endswith("; 1 pre-training seed"), verdict
-    plan = next(line for line in summary.headline_lines(s) if line.startswith("Plan:"))
+    plan = next(line for line in headline_lines(s) if line.startswith("Plan:"))
     assert plan == "Plan: one pre-training seed: the seeds' noise is unknown, so no plan"

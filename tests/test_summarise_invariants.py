@@ -13,6 +13,7 @@ import pytest
 from electra_bench.store.atomic_io import append_jsonl
 from electra_bench.store import runs as results
 from electra_bench.summarise import summary
+from electra_bench.summarise.invariants import invariant_violations
 
 FIXTURE_RUN = Path(__file__).parent / "fixtures" / "runs" / "compare-tiny-quick-dcf2017d"
 TASKS = ("sentiment", "pairs", "rating")  # not GLUE ids: the suite mean of their only metric
@@ -53,9 +54,9 @@ def make_run(tmp_path, curves, *, seeds=(0, 1), pretrain_seeds=(0,), jitter=0.5,
 
 
 def assert_invariants(s):
-    assert summary.invariant_violations(s) == []
+    assert invariant_violations(s) == []
     # and the same after a JSON round trip (what summary.json holds)
-    assert summary.invariant_violations(json.loads(json.dumps(s))) == []
+    assert invariant_violations(json.loads(json.dumps(s))) == []
 
 
 def random_case(rng: random.Random):
@@ -134,7 +135,7 @@ def test_a_single_objective_below_init_is_incomplete_not_too_small(tmp_path):
 
 def test_the_checker_finds_the_old_contradictions():
     s = summary.build_summary(results.load_run(FIXTURE_RUN))
-    assert summary.invariant_violations(s) == []
+    assert invariant_violations(s) == []
     old = json.loads(json.dumps(s))
     v = old["verdict"]
     v.update(separated=True, better="mlm")  # next to kind "too_small", as an older version wrote it
@@ -142,11 +143,11 @@ def test_the_checker_finds_the_old_contradictions():
     h = old["headline"]["rtd_reaches_mlm"]
     h.update(bound="exact", percent=0.0, fraction_of_reference_compute=0.0)
     old["protocols"][old["main_protocol"]]["headline"]["rtd_reaches_mlm"] = h
-    found = "\n".join(summary.invariant_violations(old))
+    found = "\n".join(invariant_violations(old))
     assert "separated=True with kind 'too_small'" in found
     assert "better='mlm' with kind 'too_small'" in found
     assert "reached with FLOPs <= 0" in found
-    assert summary.invariant_violations({"protocols": {}})[0].startswith("malformed summary")
+    assert invariant_violations({"protocols": {}})[0].startswith("malformed summary")
 
 
 def test_load_or_build_rebuilds_a_summary_that_contradicts_itself(tmp_path):
@@ -159,7 +160,7 @@ def test_load_or_build_rebuilds_a_summary_that_contradicts_itself(tmp_path):
     bad["protocols"][bad["main_protocol"]]["verdict"]["separated"] = True
     (run_dir / "summary.json").write_text(json.dumps(bad))
     rebuilt = summary.load_or_build(results.load_run(run_dir))
-    assert rebuilt["verdict"]["separated"] is False and summary.invariant_violations(rebuilt) == []
+    assert rebuilt["verdict"]["separated"] is False and invariant_violations(rebuilt) == []
     (run_dir / "summary.json").write_text(json.dumps(good))
     assert summary.load_or_build(results.load_run(run_dir))["created_utc"] == good["created_utc"]  # kept
 
@@ -189,7 +190,7 @@ def test_invariants_hold_on_stored_real_runs(path):
     run = results.load_run(path)
     s = summary.build_summary(run)
     assert_invariants(s)
-    assert summary.invariant_violations(summary.load_or_build(run)) == []
+    assert invariant_violations(summary.load_or_build(run)) == []
 
 
 def test_quick_fixture_headline_and_verdict():

@@ -9,6 +9,7 @@ from electra_bench.score.metrics import compute
 from electra_bench.store import predictions
 from electra_bench.store import runs as results
 from electra_bench.summarise import summary
+from electra_bench.present.summary_text import headline_lines
 
 KINDS = {"scramble": "acceptability", "agree": "acceptability", "para": "paraphrase", "senti": "sentiment"}
 
@@ -62,7 +63,7 @@ def test_a_lead_carried_by_one_kind_is_named_and_kinds_are_reported(tmp_path):
     # each objective against the untrained encoder, per task
     rtd = next(x for x in st["vs_untrained"] if x["objective"] == "rtd")
     assert set(rtd["per_task"]) == set(KINDS) and all(x["resolved"] and x["se"] > 0 for x in rtd["per_task"].values())
-    text = "\n".join(summary.headline_lines(s))
+    text = "\n".join(headline_lines(s))
     assert "Per kind (RTD - MLM, 95% CI): acceptability +" in text
     assert "Leaving each kind out (RTD - MLM, 95% CI): without acceptability " in text
 

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 from electra_bench.summarise import sequential, summary
+from electra_bench.present.summary_text import headline_lines
+from electra_bench.summarise.invariants import invariant_violations
 from electra_bench.summarise.bootstrap import Replicates
 
 
@@ -82,8 +84,8 @@ def test_a_sequential_run_is_judged_at_its_look_and_says_so(tmp_path):
     look = seq["looks"][-1]
     assert v["ci"] == look["ci"] and v["n_pretrain_seeds"] == look["n_pretrain_seeds"]
     assert v["kind"] == ("ranked" if seq["stopped"] else "not_resolved")
-    assert summary.invariant_violations(s) == []
-    lines = summary.headline_lines(s)
+    assert invariant_violations(s) == []
+    lines = headline_lines(s)
     text = next(line for line in lines if line.startswith("Sequential (compare --until-resolved): "))
     assert f"{seq['taken']} look" in text and "at 2, 4, 6 pre-training seeds" in text and "O'Brien-Fleming" in text
     if seq["stopped"]:

@@ -8,6 +8,10 @@ from electra_bench.errors import BenchError
 from electra_bench.score import glue_score
 from electra_bench.store import runs as results
 from electra_bench.summarise import summary
+from electra_bench.present.summary_text import headline_lines
+from electra_bench.summarise.headline import flops_to_reach
+from electra_bench.summarise.points import final_point
+from electra_bench.summarise.verdict import VERDICT_NO_SEEDS, VERDICT_TOO_SMALL
 
 TASKS = ("sst2", "rte")
 
@@ -85,13 +89,13 @@ def test_headline_upper_bound_without_init(tmp_path):
 
 def test_flops_to_reach_unit():
     pts = [(0.0, 50.0), (1e12, 60.0), (1e14, 80.0)]
-    assert summary.flops_to_reach(pts, 55.0) == (pytest.approx(5e11), "interpolated")
-    assert summary.flops_to_reach(pts, 70.0) == (pytest.approx(1e13), "interpolated")
-    assert summary.flops_to_reach(pts, 80.0) == (pytest.approx(1e14), "exact")
-    assert summary.flops_to_reach(pts, 90.0) == (None, "not_reached")
-    assert summary.flops_to_reach(pts, 40.0) == (0.0, "exact")
+    assert flops_to_reach(pts, 55.0) == (pytest.approx(5e11), "interpolated")
+    assert flops_to_reach(pts, 70.0) == (pytest.approx(1e13), "interpolated")
+    assert flops_to_reach(pts, 80.0) == (pytest.approx(1e14), "exact")
+    assert flops_to_reach(pts, 90.0) == (None, "not_reached")
+    assert flops_to_reach(pts, 40.0) == (0.0, "exact")
     # first crossing counts, even if the curve dips later
-    assert summary.flops_to_reach([(1e12, 50.0), (1e13, 70.0), (1e14, 60.0)], 65.0)[0] < 1e13
+    assert flops_to_reach([(1e12, 50.0), (1e13, 70.0), (1e14, 60.0)], 65.0)[0] < 1e13
 
 
 def test_verdict_separated(tmp_path):
@@ -139,13 +143,13 @@ def test_verdict_budget_too_small(tmp_path):
     run.append_scores(df.to_dict("records"))
     v = summary.build_summary(run)["verdict"]
     assert v["beats_untrained"]["mlm"]["beats"] is False and v["beats_untrained"]["rtd"]["beats"] is False
-    assert v["verdict"] == summary.VERDICT_TOO_SMALL
+    assert v["verdict"] == VERDICT_TOO_SMALL
 
 
 def test_verdict_needs_something_to_resample(tmp_path):
     v = summary.build_summary(make_run(tmp_path, STANDARD, seeds=(0,)))["verdict"]
     assert v["kind"] == "no_noise" and v["separated"] is False and v["ci"] is None
-    assert v["verdict"] == summary.VERDICT_NO_SEEDS
+    assert v["verdict"] == VERDICT_NO_SEEDS
 
 
 def test_glue_suite_uses_the_electra_convention(tmp_path):
@@ -163,7 +167,7 @@ def test_glue_suite_uses_the_electra_convention(tmp_path):
     run.append_scores(rows)
     s = summary.build_summary(run, convention="paper")
     assert s["suite"]["name"] == "GLUE" and s["suite"]["aggregate"] == "glue-electra"
-    rtd = summary.final_point(s["protocols"]["finetune"]["points"], "rtd")
+    rtd = final_point(s["protocols"]["finetune"]["points"], "rtd")
     medians = {t: {m: v["median"] for m, v in rtd["tasks"][t]["metrics"].items()} for t in rtd["tasks"]}
     assert rtd["score"]["value"] == pytest.approx(glue_score.score(medians, "electra"))
     assert rtd["score"]["value"] == pytest.approx(40 + 3.5 + 15 + 0.5)
@@ -192,7 +196,7 @@ def test_write_and_load_summary(tmp_path):
     loaded = results.load_run(run.path)
     assert loaded.summary()["headline"] == written["headline"]
     assert summary.load_or_build(loaded)["run_id"] == "r"
-    assert any(line.startswith("Verdict:") for line in summary.headline_lines(written))
+    assert any(line.startswith("Verdict:") for line in headline_lines(written))
 
 
 def test_labels_and_params_from_provenance_extra(tmp_path):
@@ -261,4 +265,4 @@ def test_a_run_that_did_not_learn_is_not_ranked(tmp_path):
     assert len(v["not_learned"]) == 1 and v["not_learned"][0].startswith("RTD (pre-training seed 1) did not learn")
     assert s["learning"]["mlm"]["learned"] and not s["learning"]["rtd"]["learned"]
     assert s["learning"]["rtd"]["final_mean"]["disc_auc"] == pytest.approx((0.74 + 0.53) / 2)
-    assert any("did not learn" in line for line in summary.headline_lines(s))
+    assert any("did not learn" in line for line in headline_lines(s))

@@ -44,6 +44,7 @@ from ..errors import BenchError, at
 from ..store import commit_info
 from . import regression
 from ..summarise import summary as summary_mod
+from ..summarise.points import TRAINED, final_point
 from ..store.runs import RunDir
 
 KIND = "electra-bench-history"
@@ -81,9 +82,9 @@ def _pair(values) -> list[float] | None:
 def _bands(summary: Mapping[str, Any], protocol: str) -> dict:
     block = summary["protocols"][protocol]
     out = {}
-    for obj in ("init",) + summary_mod.TRAINED:
+    for obj in ("init",) + TRAINED:
         point = (next((p for p in block["points"] if p["objective"] == "init"), None) if obj == "init"
-                 else summary_mod.final_point(block["points"], obj))
+                 else final_point(block["points"], obj))
         if point is None:
             continue
         s = point["score"]
@@ -171,7 +172,7 @@ def record_from_run(run: RunDir, *, commit: str | None = None, parent: str | Non
         "config": cfg, "config_digest": config_digest(cfg), "protocol": protocol,
         "suite": summary.get("suite", {}).get("name"),
         "metrics": metrics, "bands": _bands(summary, protocol),
-        "learned": {o: learning[o].get("learned") for o in summary_mod.TRAINED if isinstance(learning.get(o), Mapping)},
+        "learned": {o: learning[o].get("learned") for o in TRAINED if isinstance(learning.get(o), Mapping)},
         "verdict_kind": info.get("verdict_kind"), "verdict": info.get("verdict"),
         "timings": timings, "machine": _machine(provenance), "load": _load(now, ended),
     }

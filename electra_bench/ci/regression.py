@@ -52,6 +52,7 @@ from typing import Any, Mapping
 from ..store import atomic_io
 from ..errors import BenchError, at
 from ..summarise import summary as summary_mod
+from ..summarise.points import TRAINED, final_point
 from ..store.runs import RunDir
 
 SCHEMA_VERSION = 1
@@ -79,9 +80,9 @@ def final_metrics(summary: Mapping[str, Any], protocol: str | None = None) -> tu
         raise BenchError(f"run {summary.get('run_id')} has no '{protocol}' scores")
     block = summary["protocols"][protocol]
     metrics: dict[str, float] = {}
-    for obj in ("init",) + summary_mod.TRAINED:
+    for obj in ("init",) + TRAINED:
         point = (next((p for p in block["points"] if p["objective"] == "init"), None) if obj == "init"
-                 else summary_mod.final_point(block["points"], obj))
+                 else final_point(block["points"], obj))
         if point is None:
             continue
         if point["score"]["value"] is not None:
@@ -90,7 +91,7 @@ def final_metrics(summary: Mapping[str, Any], protocol: str | None = None) -> tu
             if t.get("median") is not None:
                 metrics[f"{obj}/{task}"] = t["median"]
     init_point = next((p for p in block["points"] if p["objective"] == "init"), None)
-    for obj in summary_mod.TRAINED:
+    for obj in TRAINED:
         if f"{obj}/score" in metrics and init_point is not None and init_point["score"]["value"] is not None:
             metrics[f"{obj}/margin"] = metrics[f"{obj}/score"] - init_point["score"]["value"]
         final = (summary.get("learning") or {}).get(obj, {}).get("final_mean") or {}
@@ -109,8 +110,8 @@ def final_metrics(summary: Mapping[str, Any], protocol: str | None = None) -> tu
     info["verdict_better"] = block["verdict"].get("better")
     info["verdict_difference"] = block["verdict"].get("difference")
     info["verdict_ci"] = block["verdict"].get("ci")
-    for obj in summary_mod.TRAINED:
-        fp = summary_mod.final_point(block["points"], obj)
+    for obj in TRAINED:
+        fp = final_point(block["points"], obj)
         if fp is not None:
             info[f"{obj}/train_flops"] = fp["train_flops"]
     return metrics, info

@@ -41,6 +41,8 @@ from ..store.atomic_io import atomic_path
 from ..summarise import learning
 from . import paper_points
 from ..summarise import summary as summary_mod
+from ..summarise.points import LABELS, TRAINED, curve
+from .summary_text import headline_lines, seeds_phrase
 from ..store.runs import RunDir
 from ..units import fmt_flops
 
@@ -207,14 +209,14 @@ def _legend_handles(block: Mapping[str, Any], models: Mapping[str, Any], value_o
     label)."""
     handles, labels = [], []
     points = block["points"]
-    for obj in summary_mod.TRAINED:
+    for obj in TRAINED:
         own = [p for p in points if p["objective"] == obj and value_of(p) is not None]
         if not own:
             continue
         line = Line2D([], [], color=COLORS[obj], marker="o")
         has_band = any((b := band_of(p)) is not None and b[1] > b[0] for p in own)
         handles.append((Patch(color=COLORS[obj], alpha=BAND_ALPHA, linewidth=0), line) if has_band else line)
-        labels.append(models.get(obj, {}).get("label", summary_mod.LABELS[obj]))
+        labels.append(models.get(obj, {}).get("label", LABELS[obj]))
     init = next((p for p in points if p["objective"] == "init"), None)
     if init is not None and value_of(init) is not None:
         line = Line2D([], [], color=COLORS["init"], linestyle="--", linewidth=1.2)
@@ -232,15 +234,15 @@ def _draw_curves(ax, block: Mapping[str, Any], models: Mapping[str, Any], value_
     grey band; returns the FLOPs of the points drawn."""
     points = block["points"]
     xs_all: list[float] = []
-    for obj in summary_mod.TRAINED:
-        own = [p for p in summary_mod.curve(points, obj) if p["objective"] == obj and p["train_flops"] > 0]
+    for obj in TRAINED:
+        own = [p for p in curve(points, obj) if p["objective"] == obj and p["train_flops"] > 0]
         own = [p for p in own if value_of(p) is not None]
         if not own:
             continue
         xs = [p["train_flops"] for p in own]
         ys = [value_of(p) for p in own]
         xs_all += xs
-        label = models.get(obj, {}).get("label", summary_mod.LABELS[obj])
+        label = models.get(obj, {}).get("label", LABELS[obj])
         ax.plot(xs, ys, marker="o", color=COLORS[obj], label=label, zorder=3)
         bands = [band_of(p) for p in own]
         if all(b is not None for b in bands) and any(b[1] > b[0] for b in bands):
@@ -307,7 +309,7 @@ def _seeds_phrase(block: Mapping[str, Any]) -> tuple[str, str]:
     n = max((p["score"]["n_seeds"] for p in block["points"]), default=0)
     n_pre = max((p["score"].get("n_pretrain_seeds", 1) for p in block["points"]), default=1)
     over = f"range over the {n_pre} pre-training seeds" if n_pre > 1 else f"range over the {n} evaluation seeds"
-    return summary_mod.seeds_phrase(block), over
+    return seeds_phrase(block), over
 
 
 # how each reported crossover is marked: (colour, line style)
@@ -390,7 +392,7 @@ def figure_scores(summary: Mapping[str, Any], *, protocol: str | None = None, pa
         log_flops_axis(ax)  # the overlay spans decades: checkpoint ticks would crowd
     _draw_references(ax, block, handles, labels)
     title = [f"{suite} score vs pre-training compute ({protocol} protocol)"]
-    title += [line for line in summary_mod.headline_lines(summary, protocol)
+    title += [line for line in headline_lines(summary, protocol)
               if line.startswith(("RTD reaches", "MLM reaches", "RTD does not reach", "MLM does not reach",
                                   "The untrained", "Crossover", "Verdict"))]
     ax.set_title(wrap("\n".join(title), 105), fontsize=8.5, loc="left")
@@ -445,7 +447,7 @@ def figure_tasks(summary: Mapping[str, Any], *, protocol: str | None = None):
     spare = [axes[j // ncols][j % ncols] for j in range(len(tasks), nrows * ncols)]
     for ax in spare:
         ax.set_axis_off()
-    note = f"lines: {summary_mod.seeds_phrase(block)}\nshaded: {band_words}"
+    note = f"lines: {seeds_phrase(block)}\nshaded: {band_words}"
     if spare:
         spare[0].legend(handles, labels, loc="center", title=note, frameon=False, **legend_kw)
     else:
@@ -464,11 +466,11 @@ def plot_tasks(summary: Mapping[str, Any], out_dir: Path, *, protocol: str | Non
 
 def _learning_runs(summary: Mapping[str, Any]) -> list[tuple[str, dict]]:
     block = summary.get("learning") or {}
-    return [(o, r) for o in summary_mod.TRAINED for r in block.get(o, {}).get("runs", []) if r["trajectory"]]
+    return [(o, r) for o in TRAINED for r in block.get(o, {}).get("runs", []) if r["trajectory"]]
 
 
 def _run_style(obj: str, r: Mapping[str, Any]) -> dict:
-    label = f"{summary_mod.LABELS[obj]} seed {r['seed']}" + ("" if r["learned"] is not False else " (did not learn)")
+    label = f"{LABELS[obj]} seed {r['seed']}" + ("" if r["learned"] is not False else " (did not learn)")
     return dict(color=COLORS[obj], marker=".", markersize=4, linewidth=1,
                 linestyle="-" if r["seed"] == 0 else "--", label=label)
 
@@ -591,7 +593,7 @@ def figure_pretrain_loss(summary: Mapping[str, Any]):
         ax.grid(True, alpha=0.3)
         log_flops_axis(ax)
         if not drawn:
-            ax.text(0.5, 0.5, f"no {summary_mod.LABELS[obj]} diagnostics logged", transform=ax.transAxes,
+            ax.text(0.5, 0.5, f"no {LABELS[obj]} diagnostics logged", transform=ax.transAxes,
                     ha="center", va="center", fontsize=9, color="#777777")
     _figure_legend(fig, axes[0], rows_of=[("MLM", "RTD")])
     fig.suptitle("Pre-training losses on the held-out set against what a model that learned nothing scores "

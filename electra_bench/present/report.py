@@ -1,7 +1,7 @@
 """The paper's Table 1 layout for one or more runs, as a terminal table, Markdown, CSV or LaTeX.
 
 One row per point (untrained encoder, then each objective's checkpoints by compute): Model, Train FLOPs,
-Params, fraction of the budget trained, Score (summary.SCORE_DEFINITION: each run's suite score averaged
+Params, fraction of the budget trained, Score (summarise/points.SCORE_DEFINITION: each run's suite score averaged
 over evaluation seeds, then over pre-training seeds; +- half the range over pre-training seeds, or over
 evaluation seeds with one), its 95% CI, then each task's primary metric, averaged the same way. After the
 table: the headline sentences and the verdict of each run (CSV carries the numbers only, as columns, so it
@@ -22,6 +22,8 @@ from rich.table import Table
 
 from ..errors import BenchError
 from ..summarise import summary as summary_mod
+from ..summarise.points import LABELS, SCORE_DEFINITION
+from .summary_text import headline_lines, learning_lines, seeds_phrase
 from ..store.layout import RunLayout
 from . import ablation_table as ablation, sweep_table as sweep
 from .next_step import next_step_lines
@@ -113,7 +115,7 @@ def _records(summaries: list[dict], protocol: str | None) -> tuple[list[dict], l
                 "aggregate": s["suite"]["aggregate"],
                 "flop_convention": s["flop_convention"],
                 "objective": p["objective"],
-                "model": model.get("label", summary_mod.LABELS[p["objective"]]),
+                "model": model.get("label", LABELS[p["objective"]]),
                 "params": model.get("params"),
                 "fraction": p["fraction"],
                 "step": p["step"],
@@ -193,14 +195,14 @@ def _notes(summaries: list[dict], protocol: str | None, with_run: bool) -> list[
         if proto not in s["protocols"]:
             continue
         prefix = f"[{s['run_id']}] " if with_run else ""
-        lines += [prefix + line for line in summary_mod.learning_lines(s)]
-        lines += [prefix + line for line in summary_mod.headline_lines(s, proto)]
+        lines += [prefix + line for line in learning_lines(s)]
+        lines += [prefix + line for line in headline_lines(s, proto)]
         lines += [prefix + line for line in difference_lines(s, proto)]
         if proto == s["main_protocol"]:
             lines += [prefix + line for line in readings_lines(s)]
     s0 = summaries[0]
     block0 = s0["protocols"].get(protocol or s0["main_protocol"], {})
-    how = summary_mod.seeds_phrase(block0) if block0.get("points") else summary_mod.SCORE_DEFINITION
+    how = seeds_phrase(block0) if block0.get("points") else SCORE_DEFINITION
     lines.append(
         f"Score: {s0['suite']['name']} ({s0['suite']['description']}), {protocol or s0['main_protocol']} protocol, "
         f"0-100, {how} (the task columns: each task's primary metric, the same mean); ± half the band (the "
