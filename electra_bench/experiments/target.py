@@ -22,15 +22,31 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Protocol
 
 from .. import presets
 from ..errors import BenchError
 from ..pretrain import memory
 from . import hardware, sizing
-from .spec import CompareSpec
 
 MEMORY_OF_WHAT = ("the step's weights, gradients, AdamW moments and activations per process, bf16 autocast "
                   "(pretrain/memory.py; refused above 2x the device's memory)")
+
+
+class Placed(Protocol):
+    """What a target reads of a run's spec (experiments/spec.CompareSpec is one): where and how wide it runs,
+    what it pre-trains. Named here, so that the spec, which checks its memory on its target, and the target
+    do not import each other."""
+
+    device: str
+    devices: str | None
+    engine: str
+    gpus_per_run: int
+    threads: int
+    device_kind: str | None
+    objectives: tuple[str, ...]
+
+    def resolved_preset(self) -> presets.RunConfig: ...
 
 
 @dataclass(frozen=True)
@@ -40,7 +56,7 @@ class Target:
     why: str  # how the kind was chosen
     threads: int = 1  # on this machine's CPU: one worker's threads, the speed is measured at
 
-    def check_memory(self, spec: CompareSpec) -> None:
+    def check_memory(self, spec: Placed) -> None:
         """Refuse a step that cannot fit the target's device (one line, before anything is created)."""
         if self.runs_here:
             from ..pretrain import run as runner
@@ -93,7 +109,7 @@ class Target:
                            f"assumed: {sizing.MFU:.0%} MFU of the {self.kind.name}'s {self.kind.peak_flops / 1e12:.0f} "
                            f"TFLOP/s ({why})", sizing.MFU)
 
-    def describe(self, spec: CompareSpec) -> dict:
+    def describe(self, spec: Placed) -> dict:
         """What --dry-run prints about the target: the kind, why, and one step's memory on it."""
         p = spec.resolved_preset()
         device_type = _here(spec) if self.runs_here else "cuda"
@@ -126,7 +142,7 @@ def _measured_here(preset: presets.RunConfig, objective: str, plan, threads: int
                                     f"average {os.getloadavg()[0]:.1f}", None)
 
 
-def resolve(spec: CompareSpec) -> Target:
+def resolve(spec: Placed) -> Target:
     """The target of `spec` (the module docstring's rules)."""
     named = getattr(spec, "device_kind", None)
     if named:
@@ -152,7 +168,7 @@ def _has_gpu() -> bool:
     return torch.cuda.is_available() and torch.cuda.device_count() > 0
 
 
-def _here(spec: CompareSpec) -> str:
+def _here(spec: Placed) -> str:
     return "cuda" if spec.device.startswith("cuda") or (spec.device == "auto" and _has_gpu()) else "cpu"
 
 
