@@ -41,7 +41,7 @@ from electra_bench.store import atomic_io
 
 from electra_bench import presets
 from electra_bench.flops import step_flops
-from electra_bench.pretrain import distributed, optim, run as runner, trainer
+from electra_bench.pretrain import distributed, meters, optim, run as runner, run_dir, trainer
 from electra_bench.flops.budget import make_plan
 from electra_bench.pretrain.progress import TrainingProgress
 
@@ -130,18 +130,18 @@ def profile(preset, data, objective: str, steps: int, skip: int, log_every: int,
     _patch(monkey, optim, "set_lr", phases, "lr schedule")
     _patch(monkey, torch.nn.utils, "clip_grad_norm_", phases, "grad clip")
     _patch(monkey, torch.Tensor, "backward", phases, "backward")
-    _patch(monkey, trainer._FiniteLoss, "add", phases, "non-finite flag")
-    _patch(monkey, trainer._FiniteLoss, "check", phases, "log row (reads, JSON line, bar)")
+    _patch(monkey, meters.FiniteLoss, "add", phases, "non-finite flag")
+    _patch(monkey, meters.FiniteLoss, "check", phases, "log row (reads, JSON line, bar)")
     _patch(monkey, trainer, "read_metrics", phases, "log row (reads, JSON line, bar)")
     _patch(monkey, distributed, "mean_over_ranks", phases, "log row (reads, JSON line, bar)")
     _patch(monkey, atomic_io, "append_jsonl", phases, "log row (reads, JSON line, bar)")
     _patch(monkey, TrainingProgress, "update", phases, "log row (reads, JSON line, bar)")
-    _patch(monkey, trainer._Throughput, "tick", phases, "FLOP and throughput accounting")
-    _patch(monkey, trainer._Throughput, "read", phases, "FLOP and throughput accounting")
+    _patch(monkey, meters.Throughput, "tick", phases, "FLOP and throughput accounting")
+    _patch(monkey, meters.Throughput, "read", phases, "FLOP and throughput accounting")
     _patch(monkey, type(plan), "flops_at", phases, "FLOP and throughput accounting")
-    _patch(monkey, trainer._StateSaver, "due", phases, "checkpoint and stop checks")
+    _patch(monkey, run_dir.StateSaver, "due", phases, "checkpoint and stop checks")
     _patch(monkey, trainer, "_stop_requested", phases, "checkpoint and stop checks")
-    _patch(monkey, trainer._LogSchedule, "is_log_step", phases, "checkpoint and stop checks")
+    _patch(monkey, meters.LogSchedule, "is_log_step", phases, "checkpoint and stop checks")
 
     real_build = trainer.initial_model
 

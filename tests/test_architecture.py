@@ -134,7 +134,7 @@ def test_no_private_name_is_imported_across_modules():
 
 def test_the_checker_resolves_relative_and_local_imports():
     """The checker itself: relative imports resolve to modules, function-local ones are seen."""
-    found = {(t, top) for t, _, top, _ in _imports(PACKAGE / "pretrain" / "trainer.py", "electra_bench.pretrain.trainer")}
+    found = {(t, top) for t, _, top, _ in _imports(PACKAGE / "pretrain" / "run_dir.py", "electra_bench.pretrain.run_dir")}
     assert ("electra_bench.store.layout", True) in found and ("electra_bench.pretrain.checkpoint", True) in found
     found = {(t, top) for t, _, top, _ in _imports(PACKAGE / "cli" / "experiment.py", "electra_bench.cli.experiment")}
     assert ("electra_bench.experiments.compare", False) in found  # imported inside the command

@@ -12,7 +12,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from electra_bench import presets
 from electra_bench.special_tokens import DEFAULT as SP
-from electra_bench.pretrain import trainer
+from electra_bench.pretrain import meters, trainer
 from electra_bench.flops.budget import make_plan
 
 # ops that hand a device value to the host, or whose output shape depends on the data
@@ -107,8 +107,8 @@ def test_no_host_read_between_log_steps(case, tmp_path, synthetic, bypassing_rea
 def test_the_count_sees_a_read_in_the_step(read, tmp_path, synthetic, bypassing_reads, monkeypatch):
     """The count is not blind: a `.item()` (dispatched) or a `.tolist()` (not dispatched on CPU) slipped into
     every step shows up between the log steps."""
-    real = trainer._FiniteLoss.add
-    monkeypatch.setattr(trainer._FiniteLoss, "add", lambda self, loss: (real(self, loss), getattr(loss, read)())[0])
+    real = meters.FiniteLoss.add
+    monkeypatch.setattr(meters.FiniteLoss, "add", lambda self, loss: (real(self, loss), getattr(loss, read)())[0])
     p = presets.get("tiny").for_objective("mlm")
     p = p.with_knobs(num_layers=1, batch_size=8, seq_len=32)
     plan = make_plan("mlm", "measured", 6.5e9, 1e9, (1.0,))

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from electra_bench.cli import main
 from electra_bench.errors import BenchError
 from electra_bench.flops.budget import MAX_SCHEDULE_SHARE, MAX_SEQUENCES, check_length, make_plan
-from electra_bench.pretrain.trainer import _LogSchedule
+from electra_bench.pretrain.meters import LogSchedule
 
 # a subprocess's data (heap and private writable mappings): a regression fails there, not on the machine;
 # RLIMIT_DATA rather than RLIMIT_AS, which CUDA's address-space reservations would exceed
@@ -95,7 +95,7 @@ def test_log_steps_are_a_predicate_equal_to_the_old_set():
         plan = make_plan("mlm", "paper", total + 0.5, 1.0, (1 / 16, 0.25, 0.5, 1.0))
         diag = frozenset({1, total // 3 or 1})
         old = set(range(every, total + 1, every)) | set(plan.checkpoints.values()) | {total} | diag
-        schedule = _LogSchedule(plan, every, diag)
+        schedule = LogSchedule(plan, every, diag)
         assert {s for s in range(1, total + 1) if schedule.is_log_step(s)} == old
 
 

@@ -88,21 +88,21 @@ def test_mfu_never_exceeds_100_percent():
     """Issue 40: a peak measured at start-up while the machine was busy was too low, and the progress showed
     MFU 168-175%. A step rate above the peak measures the peak again (the higher one stands); a rate still
     above it reports no MFU rather than an impossible one."""
-    from electra_bench.pretrain.trainer import _Throughput
+    from electra_bench.pretrain.meters import Throughput
 
     measured = []
-    meter = _Throughput(2048, 1e12, peak=1.0, remeasure=lambda: measured.append(1) or 1e30)  # 1 FLOP/s: far too low
+    meter = Throughput(2048, 1e12, peak=1.0, remeasure=lambda: measured.append(1) or 1e30)  # 1 FLOP/s: far too low
     meter.tick()
     tokens_per_s, mfu = meter.read()
     assert tokens_per_s > 0 and measured == [1] and meter.peak == 1e30 and 0 < mfu <= 1.0
     meter.tick()
     assert meter.read()[1] <= 1.0 and measured == [1]  # a rate below the peak measures nothing again
 
-    busy = _Throughput(2048, 1e12, peak=1.0, remeasure=lambda: measured.append(1) or 2.0)  # busy again: still low
-    for _ in range(_Throughput.MAX_REMEASURES + 3):
+    busy = Throughput(2048, 1e12, peak=1.0, remeasure=lambda: measured.append(1) or 2.0)  # busy again: still low
+    for _ in range(Throughput.MAX_REMEASURES + 3):
         busy.tick()
         assert busy.read()[1] is None
-    assert len(measured) == 1 + _Throughput.MAX_REMEASURES and busy.peak == 2.0  # bounded cost
+    assert len(measured) == 1 + Throughput.MAX_REMEASURES and busy.peak == 2.0  # bounded cost
 
 
 def test_a_declared_peak_below_the_achieved_rate_reports_no_mfu(tmp_path, synthetic):
@@ -132,11 +132,11 @@ def test_two_process_gloo_ddp(tmp_path):
         sys.path.insert(0, {os.path.dirname(__file__)!r})
         from conftest import SyntheticSequences
         from test_pretrain_trainer import _run
-        from electra_bench.pretrain import trainer
+        from electra_bench.pretrain import run_dir
         import pathlib
-        check = trainer._check_run_dir
+        check = run_dir.check_run_dir
         if os.environ["RANK"] == "1":
-            trainer._check_run_dir = lambda *a: (time.sleep(1.5), check(*a))[1]
+            run_dir.check_run_dir = lambda *a: (time.sleep(1.5), check(*a))[1]
         s = _run(pathlib.Path({str(tmp_path / 'ddp')!r}), SyntheticSequences, 'rtd', steps=12, resume=False)
         assert s['world_size'] == 2 and s['train_flops'] == 12e9, s
     """))
@@ -154,13 +154,13 @@ def test_an_incomplete_tokenizer_folder_is_saved_again(tmp_path):
     """A kill mid-save leaves tokenizer/ with only a temp file: the resume must notice and save it."""
     from electra_bench.data.tokenizer import Tokenizer
     from electra_bench.store.atomic_io import remove_stale_temp_files
-    from electra_bench.pretrain.trainer import _ensure_tokenizer
+    from electra_bench.pretrain.run_dir import ensure_tokenizer
 
     tok = Tokenizer.train(["the cat sat on the mat ."] * 20, 40)
     d = tmp_path / "tokenizer"
     d.mkdir()
     (d / ".vocab.txt.abc.tmp").write_text("partial")
     assert remove_stale_temp_files(tmp_path) == 1
-    _ensure_tokenizer(d, tok)
+    ensure_tokenizer(d, tok)
     assert Tokenizer.load(d).sha256 == tok.sha256
     assert not list(d.glob(".*.tmp"))

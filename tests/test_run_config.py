@@ -10,7 +10,7 @@ import pytest
 from electra_bench import presets
 from electra_bench.errors import BenchError
 from electra_bench.experiments.references import spec_of_run
-from electra_bench.pretrain.trainer import comparable_identity
+from electra_bench.pretrain.run_dir import comparable_identity
 from electra_bench.run_config import KNOBS, SECTIONS, RunConfig
 
 from config_dicts import schema1

@@ -31,7 +31,7 @@ from ..store.layout import PretrainLayout, RunLayout
 from ..store import provenance
 from ..store.runs import RunDir, open_run, runs_with_fewer_seeds
 from ..pretrain import run as runner
-from ..pretrain.trainer import unusable_part
+from ..pretrain.run_dir import unusable_part
 from . import sizing
 from .cluster import ClusterEngine, check_cluster
 from .devices import parse_devices

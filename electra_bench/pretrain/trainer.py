@@ -13,10 +13,7 @@ keys, see diagnostics.py).
 from __future__ import annotations
 
 import functools
-import json
 import math
-import shutil
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,15 +25,16 @@ import torch
 from ..store import atomic_io
 
 from .. import objectives
-from ..data.tokenizer import Tokenizer
 from ..errors import BenchError, Terminated
-from ..store.layout import TOKENIZER_FROM_CHECKPOINT, PretrainLayout, fraction_dir
+from ..store.layout import PretrainLayout
 from ..model import cpu_has_native_bf16, has_padding, resolve_precision
-from ..run_config import ObjectiveConfig, RunConfig
+from ..run_config import RunConfig
 from ..special_tokens import SpecialIds
-from . import checkpoint, diagnostics, distributed, memory, optim, tensorboard_log, termination
+from . import diagnostics, distributed, memory, optim, tensorboard_log, termination
 from ..flops.budget import Plan
 from .progress import TrainingProgress
+from .meters import FiniteLoss, LogSchedule, TemperatureSchedule, Throughput, read_metrics
+from .run_dir import StateSaver, finish, finished_or_prepared, resume_state, save_checkpoint
 from .step import train_step
 
 
@@ -170,16 +168,11 @@ def _pretrain(preset: RunConfig, plan: Plan, train: SequenceSource, heldout: Seq
     memory.check_fits(preset, plan.objective, d.device, bf16, d.world)  # before anything is allocated
     identity = {"preset": preset.to_dict(), "plan": plan.to_dict(), "seed": opts.seed, "world_size": d.world,
                 **(run_info or {})}
-    done = _finished_or_prepared(out, identity, plan, opts.resume, d, tokenizer)
+    done = finished_or_prepared(out, identity, plan, opts.resume, d, tokenizer)
     if done is not None:
         return done
 
-    model, unigram = initial_model(plan.objective, preset, train, heldout is not None, special, opts.seed)
-    model = model.to(d.device)
-    temperature = _TemperatureSchedule(model, preset.objective, opts.compile, d.device)
-    diag = _Diagnostics(model, heldout, preset, opts, special, d.device, unigram)
-    optimizer = optim.pretraining_optimizer(model, preset.optim, d.device)
-    start_step = _resume(out, model, optimizer, opts.resume, d, diag)
+    model, temperature, diag, optimizer, start_step = _start(preset, plan, train, heldout, special, out, opts, d)
     wrapped = distributed.wrap(model, d)
     forward = compile_forward(wrapped, **compile_options(d.device)) if opts.compile else wrapped
     graphs = opts.compile and d.device.type == "cuda"  # CUDA graphs: each step is a new replay (below)
@@ -187,12 +180,12 @@ def _pretrain(preset: RunConfig, plan: Plan, train: SequenceSource, heldout: Seq
     order = _Order(len(train), opts.seed)
     clip_params = [p for g in optimizer.param_groups for p in g["params"]]
     diag_steps = diag.steps(plan)
-    logged = _LogSchedule(plan, opts.log_every, diag_steps)
+    logged = LogSchedule(plan, opts.log_every, diag_steps)
     remeasure = None if opts.peak_flops else (lambda: _peak_flops(opts, d, bf16) * d.world)
-    meter = _Throughput(preset.schedule.batch_size * preset.schedule.seq_len, plan.flops_per_step, peak * d.world,
+    meter = Throughput(preset.schedule.batch_size * preset.schedule.seq_len, plan.flops_per_step, peak * d.world,
                         remeasure)
-    saver = _StateSaver(out, opts, plan, start_step)
-    finite = _FiniteLoss(d.device, plan, out, start_step)
+    saver = StateSaver(out, opts, plan, start_step)
+    finite = FiniteLoss(d.device, plan, out, start_step)
 
     with TrainingProgress(plan.objective, plan.budget, plan.total_steps, opts.quiet or not d.is_main) as bar:
         bar.update(start_step, plan.flops_at(start_step), 0.0, None, {})
@@ -208,11 +201,7 @@ def _pretrain(preset: RunConfig, plan: Plan, train: SequenceSource, heldout: Seq
             lr = optim.lr_at(step, plan.total_steps, preset.optim.lr, warmup)
             optim.set_lr(optimizer, lr)
             temperature.set(step / plan.total_steps)
-            batch, padded, seed = batches.get(step)
-            seed_dropout(seed, d.device)
-            rng = torch.Generator(device=d.device).manual_seed(seed)
-            if graphs:  # the previous step's outputs are no longer read: the graphs may reuse their memory
-                torch.compiler.cudagraph_mark_step_begin()
+            batch, padded, rng = _step_inputs(batches, step, d.device, graphs)
             result = train_step(functools.partial(forward, padded=padded), optimizer, batch, rng, clip_params,
                                 preset.optim.grad_clip, d.device.type, bf16)
             if step + 1 < plan.total_steps:
@@ -231,7 +220,30 @@ def _pretrain(preset: RunConfig, plan: Plan, train: SequenceSource, heldout: Seq
             # between steps every log row and checkpoint is complete: the safe point to stop at
             if done_steps < plan.total_steps and _stop_requested(d, at_sync=logged.is_log_step(done_steps)):
                 _stop(done_steps, plan, lr, finite, saver, model, optimizer, d)
-    return _finish(out, plan, meter.peak / d.world, d, bf16)
+    return finish(out, plan, meter.peak / d.world, d, bf16)
+
+
+def _start(preset: RunConfig, plan: Plan, train: SequenceSource, heldout: SequenceSource | None, special: SpecialIds,
+           out: PretrainLayout, opts: TrainOptions, d):
+    """The model with its initial weights on the device, its temperature schedule, diagnostics and optimizer,
+    and the step to start from (a saved state's, restored into them, or 0)."""
+    model, unigram = initial_model(plan.objective, preset, train, heldout is not None, special, opts.seed)
+    model = model.to(d.device)
+    temperature = TemperatureSchedule(model, preset.objective, opts.compile, d.device)
+    diag = _Diagnostics(model, heldout, preset, opts, special, d.device, unigram)
+    optimizer = optim.pretraining_optimizer(model, preset.optim, d.device)
+    start_step = resume_state(out, model, optimizer, opts.resume, d, diag)
+    return model, temperature, diag, optimizer, start_step
+
+
+def _step_inputs(batches: "_Batches", step: int, device: torch.device, graphs: bool):
+    """The step's batch on the device, whether it is padded, and its generator; dropout seeded for it."""
+    batch, padded, seed = batches.get(step)
+    seed_dropout(seed, device)
+    rng = torch.Generator(device=device).manual_seed(seed)
+    if graphs:  # the previous step's outputs are no longer read: the graphs may reuse their memory
+        torch.compiler.cudagraph_mark_step_begin()
+    return batch, padded, rng
 
 
 def _peak_flops(opts: TrainOptions, d, bf16: bool) -> float:
@@ -249,16 +261,6 @@ def _stop(done_steps: int, plan: Plan, lr: float, finite, saver, model, optimize
         finite.check(done_steps, lr)
         saver.save(done_steps, model, optimizer, d)
     raise Terminated(f"at step {done_steps} of {plan.total_steps}")
-
-
-def _finish(out: PretrainLayout, plan: Plan, peak: float, d, bf16: bool) -> dict:
-    """The run's summary, written as done.json; the resumable state goes (the checkpoints hold what is kept)."""
-    summary = _summary(plan, peak, d, bf16)
-    if d.is_main:
-        atomic_io.write_json(out.done, summary)
-        shutil.rmtree(out.state, ignore_errors=True)
-    distributed.barrier(d)
-    return summary
 
 
 class _LogRow:
@@ -280,34 +282,11 @@ class _LogRow:
             with torch.autocast(d.device.type, dtype=torch.bfloat16, enabled=self.bf16):
                 row.update(self.diag.row())
         if done_steps in plan.checkpoints.values() and d.is_main:
-            _save_checkpoint(self.out, self.model, plan, self.preset, self.seed, done_steps)
+            save_checkpoint(self.out, self.model, plan, self.preset, self.seed, done_steps)
         if d.is_main:
             atomic_io.append_jsonl(self.out.log, row)
             tensorboard_log.mirror(self.out, row)  # with the optional tensorboard package
         self.bar.update(done_steps, plan.flops_at(done_steps), tok_s, mfu, metrics)
-
-
-def _finished_or_prepared(out: PretrainLayout, identity: dict, plan: Plan, resume: bool, d, tokenizer) -> dict | None:
-    """The summary of a finished, usable run in `out` (nothing to train), else None with the directory ready
-    for training (a finished run that fails verification is trained again from the start: deterministic)."""
-    done = _check_run_dir(out, identity, resume)
-    # every rank reads the directory before rank 0 writes to it: a rank that looked after rank 0 had
-    # written this run's identity would take it for an earlier run (and refuse it under --no-resume)
-    distributed.barrier(d)
-    if done is not None:
-        problem = unusable_part(out, plan)
-        if problem is None:
-            if d.is_main and tokenizer is not None:
-                _ensure_tokenizer(out.tokenizer, tokenizer)
-            return done
-        if d.is_main:
-            print(f"warning: {out.root}: {problem}; training this run again from the start", file=sys.stderr)
-            out.done.unlink(missing_ok=True)
-            shutil.rmtree(out.state, ignore_errors=True)
-        distributed.barrier(d)
-    if d.is_main:
-        _prepare_run_dir(out, identity, tokenizer)
-    return None
 
 
 def _local_batch(preset: RunConfig, train: SequenceSource, d) -> int:
@@ -318,14 +297,6 @@ def _local_batch(preset: RunConfig, train: SequenceSource, d) -> int:
     if train.seq_len != preset.schedule.seq_len:
         raise BenchError(f"data was packed to length {train.seq_len} but the preset uses {preset.schedule.seq_len}")
     return preset.schedule.batch_size // d.world
-
-
-def _prepare_run_dir(out: PretrainLayout, identity: dict, tokenizer) -> None:
-    out.root.mkdir(parents=True, exist_ok=True)
-    atomic_io.remove_stale_temp_files(out.root)
-    atomic_io.write_json(out.run_file, identity)
-    if tokenizer is not None:
-        _ensure_tokenizer(out.tokenizer, tokenizer)
 
 
 def initial_model(objective: str, preset: RunConfig, train: SequenceSource, diagnose: bool, special: SpecialIds,
@@ -340,26 +311,6 @@ def initial_model(objective: str, preset: RunConfig, train: SequenceSource, diag
     if preset.model.output_prior_init:
         model.init_output_priors(unigram)
     return model, unigram
-
-
-def _resume(out: PretrainLayout, model, optimizer, resume: bool, d, diag: "_Diagnostics") -> int:
-    """The step to start from: the saved state's, or 0 (then the step-0 diagnostics row is logged).
-    Log rows written after that state are dropped: they will be written again, identically."""
-    start_step = 0
-    if resume:
-        info = checkpoint.load_state(out.state, model, optimizer)
-        if info is not None:
-            start_step = info["step"]
-            threads = info.get("threads")
-            if d.is_main and threads is not None and threads != torch.get_num_threads():
-                print(f"warning: {out.root}: resuming with {torch.get_num_threads()} threads where the run started "
-                      f"with {threads}; float sums may differ in the last bits from an uninterrupted run",
-                      file=sys.stderr)
-    if d.is_main:
-        _truncate_log(out.log, start_step if start_step > 0 else -1)
-        if start_step == 0 and diag.enabled:
-            atomic_io.append_jsonl(out.log, {"step": 0, "flops": 0.0, "fraction": 0.0, **diag.row()})
-    return start_step
 
 
 class _Batches:
@@ -391,165 +342,12 @@ class _Batches:
         return {k: v.to(self.d.device, non_blocking=True) for k, v in host.items()}, padded, seed
 
 
-def read_metrics(result: objectives.ObjectiveResult) -> dict[str, float]:
-    """A step's loss and metrics as floats for its log row, in one device-to-host read (the scalars stacked,
-    in float64, so each is exactly the float its own read gave): a log step waits for the device once, not
-    once per metric."""
-    names = ["loss", *result.metrics]
-    values = torch.stack([result.loss.detach().double(), *(v.detach().double() for v in result.metrics.values())])
-    return dict(zip(names, values.tolist()))
-
-
-class _TemperatureSchedule:
-    """The generator's sampling temperature on its schedule (`ObjectiveConfig.temperature_at`), set on the objective
-    before each step; with no warm-up, or an objective without a temperature, there is nothing to set.
-    Eager, the objective gets a Python float, as always. Compiled, a 0-d tensor on the device, updated in
-    place: an input of the step's one graph, where a float would be a constant that recompiles it."""
-
-    def __init__(self, model, cfg: ObjectiveConfig, compiled: bool, device: torch.device):
-        self.model, self.cfg = model, cfg
-        self.on = cfg.rtd_temperature_warmup is not None and hasattr(model, "temperature")
-        self.value: float | None = None
-        self.tensor = torch.zeros((), device=device) if self.on and compiled else None
-        self.set(0.0)
-
-    def set(self, fraction: float) -> None:
-        if not self.on:
-            return
-        self.value = self.cfg.temperature_at(fraction)
-        if self.tensor is not None:
-            self.tensor.fill_(self.value)  # a kernel on CUDA, no host sync
-        self.model.temperature = self.tensor if self.tensor is not None else self.value
-
-    def logged(self) -> dict[str, float]:
-        return {"temperature": self.value} if self.on else {}
-
-
-class _LogSchedule:
-    """Which steps get a log row: every `every` steps, the checkpoints, the diagnostics points and the
-    last step. A predicate, not a set of steps: the set grew with the schedule (a 1e21-FLOP budget of
-    tiny is 1.6e11 steps; its set filled 18 GB within a minute before the first step)."""
-
-    def __init__(self, plan: Plan, every: int, diag_steps: frozenset[int]):
-        self.every, self.total = every, plan.total_steps
-        self.special = frozenset(plan.checkpoints.values()) | diag_steps  # O(checkpoints + diagnostics points)
-
-    def is_log_step(self, step: int) -> bool:
-        return step % self.every == 0 or step == self.total or step in self.special
-
-
 def _stop_requested(d, at_sync: bool) -> bool:
     """Whether to stop for a SIGTERM here. One process reads its flag after every step; ranks of a DDP
     run decide together, only where they sync anyway (log rows), so a step costs no extra collective."""
     if d.world == 1:
         return termination.requested()
     return at_sync and distributed.any_rank(termination.requested(), d)
-
-
-class _Throughput:
-    """Tokens/s and MFU over the steps since the last read.
-
-    MFU is a share of a peak measured once at start-up. Measured while the machine was busy (another job, the
-    other workers starting up), that peak is too low, and runs showed MFU 168-175%. A step rate above the
-    peak proves the peak wrong, so then it is measured again (`remeasure`; the highest measurement stands,
-    at most `MAX_REMEASURES` times: each costs a second's matmuls). An MFU that would still exceed 100% (the
-    machine busy again while measuring, or a declared --peak-flops below what the run achieves) is not
-    reported (None) rather than reported impossible."""
-
-    MAX_REMEASURES = 5
-
-    def __init__(self, tokens_per_step: int, flops_per_step: float, peak: float,
-                 remeasure: Callable[[], float] | None = None):
-        self.tokens_per_step, self.flops_per_step, self.peak = tokens_per_step, flops_per_step, peak
-        self.remeasure, self.remeasures_left = remeasure, self.MAX_REMEASURES if remeasure else 0
-        self.t, self.steps = time.perf_counter(), 0
-
-    def tick(self) -> None:
-        self.steps += 1
-
-    def read(self) -> tuple[float, float | None]:
-        elapsed = max(time.perf_counter() - self.t, 1e-9)
-        tokens_per_s, flops_per_s = self.steps * self.tokens_per_step / elapsed, self.steps * self.flops_per_step / elapsed
-        if flops_per_s > self.peak and self.remeasures_left > 0:
-            self.remeasures_left -= 1
-            self.peak = max(self.peak, self.remeasure())
-        mfu = flops_per_s / self.peak if flops_per_s <= self.peak else None
-        self.t, self.steps = time.perf_counter(), 0
-        return tokens_per_s, mfu
-
-
-class _FiniteLoss:
-    """A non-finite loss stops the run, noticed without a device sync per step: a flag accumulates on
-    the device and is read where the loop syncs anyway (log rows) and before anything is saved, so no
-    checkpoint or state ever holds weights updated by a non-finite loss."""
-
-    def __init__(self, device: torch.device, plan: Plan, out: PretrainLayout, start_step: int):
-        self.bad = torch.zeros((), dtype=torch.bool, device=device)
-        self.plan, self.out, self.last_ok = plan, out, start_step
-
-    def add(self, loss: torch.Tensor) -> None:
-        self.bad |= ~torch.isfinite(loss.detach())
-
-    def check(self, step: int, lr: float) -> None:
-        if bool(self.bad):
-            at = f"step {step}" if step == self.last_ok + 1 else f"a step from {self.last_ok + 1} to {step}"
-            raise BenchError(
-                f"non-finite {self.plan.objective} loss at {at} of {self.plan.total_steps} (lr {lr:.2g}); the last "
-                f"good state is kept in {self.out.state}; try a lower --lr"
-            )
-        self.last_ok = step
-
-
-class _StateSaver:
-    """Resumable state every `save_every_steps`, at every checkpoint, and every `save_interval_s`."""
-
-    def __init__(self, out: PretrainLayout, opts: TrainOptions, plan: Plan, start_step: int):
-        self.out, self.opts, self.plan = out, opts, plan
-        self.last = time.perf_counter()
-        self.last_step = start_step  # the step the newest state on disk (or the start) is at
-
-    def due(self, step: int) -> bool:
-        every = self.opts.save_every_steps
-        due = (every and step % every == 0) or step in self.plan.checkpoints.values() or (
-            time.perf_counter() - self.last > self.opts.save_interval_s)
-        return bool(due) and step < self.plan.total_steps
-
-    def save(self, step: int, model, optimizer, d) -> None:
-        if d.is_main:
-            checkpoint.save_state(self.out.state, step, model, optimizer,
-                                  {"objective": self.plan.objective, "threads": torch.get_num_threads()})
-        distributed.barrier(d)
-        self.last, self.last_step = time.perf_counter(), step
-
-
-def _save_checkpoint(out: PretrainLayout, model, plan: Plan, preset: RunConfig, seed: int, step: int) -> None:
-    fraction = next(f for f, s in plan.checkpoints.items() if s == step)
-    checkpoint.save_encoder(
-        out.checkpoint(fraction), model.backbone(),
-        {"objective": plan.objective, "fraction": fraction, "step": step, "train_flops": plan.flops_at(step),
-         "convention": plan.convention, "preset": preset.name, "seed": seed, "seq_len": preset.schedule.seq_len,
-         "tokenizer": TOKENIZER_FROM_CHECKPOINT, "finetune_lr": preset.evaluation.finetune_lr,
-         "layerwise_lr_decay": preset.evaluation.layerwise_lr_decay},
-        objective=model,
-    )
-
-
-def _summary(plan: Plan, peak: float, d, bf16: bool) -> dict:
-    return {
-        "objective": plan.objective,
-        "steps": plan.total_steps,
-        "train_flops": plan.planned_flops,
-        "budget": plan.budget,
-        "convention": plan.convention,
-        "flops_per_step": plan.flops_per_step,
-        "checkpoints": {fraction_dir(f): {"fraction": f, "step": s, "train_flops": plan.flops_at(s)}
-                        for f, s in plan.checkpoints.items()},
-        "peak_flops_per_s": peak,
-        "world_size": d.world,
-        "device": str(d.device),
-        "precision": "bf16" if bf16 else "fp32",
-        "threads": torch.get_num_threads(),
-    }
 
 
 class _Diagnostics:
@@ -584,64 +382,3 @@ class _Diagnostics:
         return {f"diag/{k}": v for k, v in values.items()}
 
 
-def _ensure_tokenizer(directory: Path, tokenizer) -> None:
-    """The saved tokenizer must be complete and the one the data was encoded with: verify it rather
-    than trust that the folder exists (a kill mid-save leaves a folder without it), else save it."""
-    try:
-        if Tokenizer.load(directory).sha256 == tokenizer.sha256:
-            return
-    except BenchError:
-        pass
-    tokenizer.save(directory)
-
-
-def comparable_identity(identity: dict) -> dict:
-    """A run's identity with its config in the current schema: a run.json written before the config tree
-    (schema 1, flat) is the same run as one written now when it reads back as the same config."""
-    try:
-        return {**identity, "preset": RunConfig.from_dict(identity["preset"]).to_dict()}
-    except (KeyError, TypeError, ValueError, BenchError):
-        return identity  # unreadable: compared as it is, so it differs
-
-
-def _check_run_dir(out: PretrainLayout, identity: dict, resume: bool) -> dict | None:
-    """A finished run returns its summary; a different run in the same directory is refused."""
-    run_file = out.run_file
-    if not run_file.is_file():
-        return None
-    existing = comparable_identity(json.loads(run_file.read_text()))
-    identity = comparable_identity(json.loads(json.dumps(identity, default=str)))
-    if identity != existing:
-        changed = sorted(k for k in set(existing) | set(identity) if existing.get(k) != identity.get(k))
-        raise BenchError(f"{out.root} already holds a different run (differs in: {', '.join(changed)}); choose another --out")
-    if not resume:
-        raise BenchError(f"{out.root} already holds this run; rerun without --no-resume to continue it, or choose another --out")
-    if out.done.is_file():
-        return json.loads(out.done.read_text())
-    return None
-
-
-def unusable_part(out: PretrainLayout, plan: Plan) -> str | None:
-    """What of a finished run a later step could not use (a checkpoint or the log), or None. Verified
-    rather than trusted: a file can be lost or cut short after the run finished."""
-    for fraction in plan.checkpoints:
-        try:
-            checkpoint.verify_checkpoint(out.checkpoint(fraction))
-        except BenchError as e:
-            return f"checkpoint {fraction_dir(fraction)} is unusable ({e})"
-    try:
-        steps = [r.get("step") for r in atomic_io.read_jsonl(out.log)] if out.log.is_file() else []
-    except (OSError, ValueError) as e:
-        return f"its log is unreadable ({e})"
-    if plan.total_steps not in steps:
-        return "its log does not reach the last step"
-    return None
-
-
-def _truncate_log(path: Path, step: int) -> None:
-    """Drop log rows written after the state we resume from (they will be written again, identically)."""
-    if not path.is_file():
-        return
-    atomic_io.repair_torn_tail(path)
-    rows = [r for r in atomic_io.read_jsonl(path) if r.get("step", 0) <= step]
-    atomic_io.write_text(path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
