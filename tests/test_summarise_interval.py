@@ -71,7 +71,7 @@ def committed_final_difference(n_boot=200) -> Replicates:
     """results/multiseed-cpu's final MLM and RTD checkpoints (4 pre-training x 3 evaluation seeds, 5 tasks),
     from its stored predictions."""
     from electra_bench.store.runs import load_compare_run
-    from electra_bench.summarise import confidence
+    from electra_bench.summarise import bootstrap_inputs
     from electra_bench.summarise.points import Scorer
 
     run = load_compare_run(ROOT / "results" / "multiseed-cpu")
@@ -79,9 +79,9 @@ def committed_final_difference(n_boot=200) -> Replicates:
     rows = rows[rows.protocol == "probe"]
     tasks = sorted(rows.task.unique())
     scorer = Scorer(tasks, None, "electra")
-    weights = confidence.metric_weights(scorer, {t: sorted(rows.loc[rows.task == t, "metric"].unique()) for t in tasks})
+    weights = bootstrap_inputs.metric_weights(scorer, {t: sorted(rows.loc[rows.task == t, "metric"].unique()) for t in tasks})
     arms = [("mlm", 1.0), ("rtd", 1.0)]
-    data, method, _ = confidence._inputs(run, rows, weights, arms, {confidence.arm_key(o, f): [0, 1, 2, 3] for o, f in arms})
+    data, method, _ = bootstrap_inputs.inputs(run, rows, weights, arms, {bootstrap_inputs.arm_key(o, f): [0, 1, 2, 3] for o, f in arms})
     assert method == "multi-bootstrap"
     return bootstrap.multibootstrap(data, n_boot, seed=0)
 

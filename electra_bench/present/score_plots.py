@@ -136,7 +136,7 @@ CROSSOVER_NAMES = {"mlm": "MLM", "rtd": "RTD", "init": "the untrained encoder"}
 
 
 def _draw_crossovers(ax, block: Mapping[str, Any]) -> tuple[list, list[str]]:
-    """Each reported crossover that holds (reporting/confidence.crossover_from_ci): a vertical line at the
+    """Each reported crossover that holds (summarise/crossover.crossover_from_ci): a vertical line at the
     first checkpoint from which the 95% CI of the difference stays above 0, over a light span back to the
     checkpoint before it (the crossover lies between); returns legend handles and labels, which go under
     the axes where they cannot cover data or each other."""

@@ -1,6 +1,6 @@
 """A protocol's statistics: the Multi-Bootstrap (summarise/bootstrap.py) over a run's stored scores and
-per-example predictions, turned into what the verdict, the crossover, the headline, the tables and the
-plots state (each statement's interval: summarise/interval.py). The method, in a page a user can follow,
+per-example predictions (what is resampled: bootstrap_inputs.py), turned into what the verdict, the crossover
+(crossover.py), the headline, the tables and the plots state (each statement's interval: summarise/interval.py). The method, in a page a user can follow,
 is in docs/results.md ("Statistics").
 
 Per arm (the untrained encoder, every checkpoint of every objective): the suite score with a 95% CI, and
@@ -29,9 +29,8 @@ import pandas as pd
 
 from . import bootstrap, interval, sequential
 from . import plan as plan_mod
-from ..store.predictions import PredictionStore
+from .bootstrap_inputs import arm_key, eval_seeds_as_units, inputs, metric_weights
 from ..choices import OBJECTIVES, listing_order
-from ..units import fmt_flops
 
 N_BOOT = 1000
 BOOT_SEED = 0
@@ -41,140 +40,6 @@ INTERVAL = ("the wider of the paired t over pre-training seeds and the Welch-Sat
 TRAINED = OBJECTIVES
 LABELS = {"mlm": "MLM", "rtd": "RTD", "init": "untrained"}
 METHODS = ("multi-bootstrap", "seeds-only", "eval-seeds-only", "none")
-SEEDS_ONLY_NOTE = ("no per-example predictions stored (a run made before they were): resampled over "
-                   "pre-training seeds only, the dev sets taken as exact, so the intervals leave out "
-                   "example noise and are too narrow")
-
-
-def arm_key(objective: str, fraction: float) -> str:
-    return f"{objective}@{float(fraction):.4f}"
-
-
-def _split_for(metric: str, splits: list[str]) -> tuple[str, str]:
-    """(base metric, evaluation split) of a stored metric name: MNLI's 'accuracy_matched' is 'accuracy' on
-    the split ending in 'matched'; a one-split task's metric is that split's."""
-    for split in splits:
-        suffix = split.split("_", 1)[-1]
-        if len(splits) > 1 and metric.endswith("_" + suffix):
-            return metric[: -len(suffix) - 1], split
-    return metric, splits[0]
-
-
-def metric_weights(scorer, task_metrics: Mapping[str, list[str]]) -> dict[str, dict[str, float]]:
-    """d(aggregate) / d(metric) for every (task, metric): the aggregate (the suite mean or a GLUE
-    convention) is a fixed linear combination of task metrics; read off by unit steps."""
-    zero = {t: {m: 0.0 for m in ms} for t, ms in task_metrics.items()}
-    base = scorer(zero, partial=True).value
-    out: dict[str, dict[str, float]] = {}
-    for t, ms in task_metrics.items():
-        for m in ms:
-            bumped = {k: dict(v) for k, v in zero.items()}
-            bumped[t][m] = 1.0
-            w = scorer(bumped, partial=True).value - base
-            if abs(w) > 1e-12:
-                out.setdefault(t, {})[m] = w
-    return out
-
-
-def _inputs(run, rows: pd.DataFrame, weights: dict, arms: list[tuple[str, float]], seeds: dict
-            ) -> tuple[list[bootstrap.TaskData], str, str | None]:
-    """TaskData per task from the stored predictions (checked against the score rows), or from the score
-    values alone when predictions are missing or do not reproduce the rows."""
-    store = PredictionStore(run.path)
-    eval_seeds = sorted(int(s) for s in rows["seed"].unique())
-    note = None
-    if store.has_any():
-        try:
-            return _from_predictions(store, rows, weights, arms, seeds, eval_seeds), "multi-bootstrap", None
-        except _Mismatch as e:
-            note = f"stored predictions not used ({e}): resampled over pre-training seeds only"
-    return _from_scores(rows, weights, arms, seeds, eval_seeds), "seeds-only", note or SEEDS_ONLY_NOTE
-
-
-class _Mismatch(Exception):
-    pass
-
-
-def _from_predictions(store, rows, weights, arms, seeds, eval_seeds) -> list[bootstrap.TaskData]:
-    out = []
-    for task, metrics in weights.items():
-        try:
-            labels = store.labels(task)
-        except Exception as e:  # a missing or unreadable file: fall back, saying why
-            raise _Mismatch(f"{task}: {e}") from None
-        splits = labels["splits"]
-        bases = {m: _split_for(m, splits) for m in metrics}
-        split_set = sorted({s for _, s in bases.values()})
-        if len(split_set) != 1:  # a task number mixing splits (MNLI m/mm averaged): one array per split
-            raise _Mismatch(f"{task}: metrics over several splits ({', '.join(split_set)})")
-        split = split_set[0]
-        y = labels["labels"][split]
-        preds: dict = {}
-        for objective, fraction in arms:
-            a = arm_key(objective, fraction)
-            preds[a] = {}
-            for s in seeds[a]:
-                p = store.read(objective, s, fraction, task)
-                if p is None or p["dev_sha256"] != labels["dev_sha256"]:
-                    raise _Mismatch(f"{task}: no predictions for {a} seed {s}" if p is None
-                                    else f"{task}: predictions of {a} seed {s} are of another dev set")
-                missing = [e for e in eval_seeds if e not in p["seeds"]]
-                if missing:
-                    raise _Mismatch(f"{task}: {a} seed {s} lacks evaluation seeds {missing}")
-                arr = p["preds"][split][[p["seeds"].index(e) for e in eval_seeds]]
-                _check_rows(rows, objective, fraction, s, task, eval_seeds, bases, arr, y)
-                preds[a][s] = arr
-        base_metrics = {}
-        for m, w in metrics.items():
-            base = bases[m][0]
-            base_metrics[base] = base_metrics.get(base, 0.0) + w
-        out.append(bootstrap.TaskData(task, y, preds, base_metrics))
-    return out
-
-
-def _check_rows(rows, objective, fraction, pseed, task, eval_seeds, bases, arr, y) -> None:
-    """The predictions must give the stored scores (a row recomputed from its predictions, to 1e-6)."""
-    sel = rows[(rows["objective"] == objective) & (rows["pretrain_seed"] == pseed) & (rows["task"] == task)
-               & ((rows["fraction"] - fraction).abs() < 1e-9)]
-    for metric, (base, _) in bases.items():
-        values = bootstrap.metric_values(base, arr, y, np.ones((1, len(y))))[:, 0]
-        for e, v in zip(eval_seeds, values):
-            stored = sel[(sel["seed"] == e) & (sel["metric"] == metric)]["value"]
-            if len(stored) and abs(float(stored.iloc[-1]) - v) > 1e-6:
-                raise _Mismatch(f"{task} {metric} of {objective}@{fraction:g} seed {pseed}/{e}: stored "
-                                f"{float(stored.iloc[-1]):.6f}, recomputed {v:.6f}")
-
-
-def _from_scores(rows, weights, arms, seeds, eval_seeds) -> list[bootstrap.TaskData]:
-    """Each run's stored metric values (bootstrap.TaskData.from_values): the resampling then only moves
-    pre-training seeds, the examples are fixed."""
-    out = []
-    for task, metrics in weights.items():
-        preds: dict = {}
-        for objective, fraction in arms:
-            a = arm_key(objective, fraction)
-            preds[a] = {}
-            sel = rows[(rows["objective"] == objective) & (rows["task"] == task)
-                       & ((rows["fraction"] - fraction).abs() < 1e-9)]
-            for s in seeds[a]:
-                ps = sel[sel["pretrain_seed"] == s]
-                cols = []
-                for m in metrics:
-                    vals = [ps[(ps["seed"] == e) & (ps["metric"] == m)]["value"] for e in eval_seeds]
-                    cols.append([float(v.iloc[-1]) if len(v) else math.nan for v in vals])
-                preds[a][s] = np.array(cols, dtype=np.float64).T  # (E, metrics)
-        out.append(bootstrap.TaskData.from_values(task, preds, dict(metrics)))
-    return out
-
-
-def _eval_seeds_as_units(tasks: list[bootstrap.TaskData]) -> list[bootstrap.TaskData]:
-    """One pre-training seed's evaluation seeds as the resampled units (the old band's unit)."""
-    out = []
-    for t in tasks:
-        preds = {a: {e: by_seed[s][e:e + 1] for s in by_seed for e in range(len(by_seed[s]))}
-                 for a, by_seed in t.preds.items()}
-        out.append(bootstrap.TaskData(t.name, t.labels, preds, t.metrics))
-    return out
 
 
 # ---- statements ---------------------------------------------------------------------------------------
@@ -253,14 +118,14 @@ def compute(run, rows: pd.DataFrame, scorer, points: list[dict], *, n_boot: int 
     if not arms or not weights:
         return {**base, "method": "none", "note": "nothing to resample", "points": [], "differences": [],
                 "vs_untrained": [], "cost_s": 0.0}
-    task_data, method, note = _inputs(run, rows, weights, arms, seeds)
+    task_data, method, note = inputs(run, rows, weights, arms, seeds)
     n_seeds = max(len(s) for s in seeds.values())
     if method == "seeds-only" and n_seeds < 2:
         if n_eval < 2:
             return {**base, "method": "none", "note": "one pre-training seed, one evaluation seed and no stored "
                     "predictions: nothing to resample, no intervals", "points": [], "differences": [],
                     "vs_untrained": [], "cost_s": time.perf_counter() - t0}
-        task_data = _eval_seeds_as_units(task_data)
+        task_data = eval_seeds_as_units(task_data)
         method = "eval-seeds-only"
         note = ("one pre-training seed and no stored predictions: resampled over evaluation seeds only, so the "
                 "intervals leave out pre-training-seed and example noise and are too narrow")
@@ -422,49 +287,3 @@ def plan_text(d: Mapping[str, Any], unit: str = "pre-training seeds") -> str:
             f"(their example noise alone is too wide: more or larger tasks would)")
 
 
-def crossover_from_ci(stats: Mapping[str, Any], convention: str) -> dict:
-    """Where RTD's lead over MLM (and each objective's over the untrained encoder) is resolved at every
-    checkpoint from there on: the first such checkpoint and the one before it (the crossover lies
-    between), from the 95% CIs of the differences."""
-    out = {"rule": "ahead where the 95% CI of the difference excludes 0 (Multi-Bootstrap, docs/results.md); "
-                   "crossover: the first checkpoint from which that holds at every later one",
-           "method": stats.get("method")}
-    series = {"rtd_over_mlm": [(d["fraction"], d["train_flops"], d["ci"][0]) for d in stats.get("differences", [])]}
-    for o in TRAINED:
-        series[f"{o}_over_untrained"] = [(d["fraction"], d["train_flops"], d["ci"][0])
-                                         for d in stats.get("vs_untrained", []) if d["objective"] == o]
-    for key, pts in series.items():
-        pts = sorted(pts)
-        who, ref = key.split("_over_")
-        ref = "init" if ref == "untrained" else ref
-        entry: dict[str, Any] = {"objective": who, "reference": ref, "status": "incomplete", "from_fraction": None,
-                                 "from_flops": None, "after_flops": None}
-        if pts:
-            ahead = [lo > 0 for _, _, lo in pts]
-            k = len(ahead)
-            while k > 0 and ahead[k - 1]:
-                k -= 1
-            if k == len(ahead):
-                entry["status"] = "crossed_back" if any(ahead) else "never"
-            else:
-                entry.update(status="crossed", from_fraction=pts[k][0], from_flops=pts[k][1],
-                             after_flops=pts[k - 1][1] if k > 0 else None)
-        entry["text"] = _crossover_text(entry, pts, convention)
-        out[key] = entry
-    return out
-
-
-def _crossover_text(c: Mapping[str, Any], pts, convention: str) -> str:
-    who = LABELS[c["objective"]]
-    ref = "MLM" if c["reference"] == "mlm" else "the untrained encoder"
-    last = fmt_flops(pts[-1][1]) if pts else "?"
-    if c["status"] == "incomplete":
-        return f"Crossover: {who} over {ref}: no checkpoints to compare"
-    if c["status"] == "crossed":
-        where = (f"between {fmt_flops(c['after_flops'])} and {fmt_flops(c['from_flops'])} FLOPs"
-                 if c["after_flops"] is not None else f"by the first checkpoint ({fmt_flops(c['from_flops'])} FLOPs)")
-        return (f"Crossover: {who} is ahead of {ref} (95% CI above 0) {where} ({convention} convention) and "
-                f"stays ahead (up to {last} FLOPs)")
-    if c["status"] == "crossed_back":
-        return f"Crossover: {who} is ahead of {ref} at some checkpoints but not at the last ({last} FLOPs)"
-    return f"Crossover: {who} is not resolved ahead of {ref} at any checkpoint (up to {last} FLOPs)"

@@ -1,7 +1,7 @@
 """From scores.jsonl to summary.json, built and cached. The schema is in docs/results.md.
 
 Each part of the summary has its own module, by what it states: points.py (what a checkpoint scores, the
-curves), headline.py ("reaches X% of ..."), confidence.py (the statistics and the crossover), verdict.py
+curves), headline.py ("reaches X% of ..."), confidence.py (the statistics), crossover.py, verdict.py
 (ranked or not, and why), invariants.py (what every summary keeps). Here: the learning block, each
 protocol's (reading's) block and the run's summary, and load_or_build, which rebuilds a stored summary of
 another schema or one that breaks an invariant. The lines the report and the plots print from a summary
@@ -21,7 +21,7 @@ from ..score import glue_score
 from ..score.readings import reads_spec
 from ..store import atomic_io
 from ..store.runs import RunDir
-from . import confidence, learning, readings, references
+from . import confidence, crossover, learning, readings, references
 from .headline import reach
 from .invariants import invariant_violations
 from .points import LABELS, TRAINED, Scorer, curve, final_point, point, reference_points
@@ -198,7 +198,7 @@ def _protocol_block(run: RunDir, prows: pd.DataFrame, scorer: Scorer, convention
         "headline": {"rtd_reaches_mlm": reach(points, "rtd", "mlm", convention),
                      "mlm_reaches_rtd": reach(points, "mlm", "rtd", convention)},
         "verdict": noise_verdict(points, stats, learning_block).to_json(),
-        "crossover": confidence.crossover_from_ci(stats, convention),
+        "crossover": crossover.crossover_from_ci(stats, convention),
         "statistics": stats,
     }
     refs = reference_points(ref_rows, scorer)

@@ -3,7 +3,7 @@
 Verdict and crossover. RTD - MLM at the final checkpoint is ranked when its 95% CI (confidence.py)
 excludes 0 (with compare --until-resolved, when the sequential boundary of the look is crossed:
 sequential.py); an objective beats the untrained encoder when its CI against it is above 0; the crossover
-is where the CI of the difference is above 0 from one checkpoint on (confidence.crossover_from_ci).
+is where the CI of the difference is above 0 from one checkpoint on (crossover.crossover_from_ci).
 
 Learning. Before ranking, the verdict reads each pre-training run's learning diagnostics
 (summarise/learning.py): if any run of an objective did not learn, the verdict says so and does not
