@@ -30,7 +30,8 @@ def report(runs, fmt, references, device, show_plan, rewrite, as_json):
     ablation runs in Table 5's."""
     for run in runs:
         existing_run(run)
-    from ..present.report import plan_report, render_plan, render_runs, report_json
+    from ..present.plan_report import plan_report, render_plan
+    from ..present.report import render_runs, report_json
 
     if rewrite:
         from ..experiments.rewrite import rewrite_outputs

@@ -1,5 +1,5 @@
 """The typed records of summary.json, with their versioned JSON (de)serialisation: the summary and its
-verdict (a score row's, `ScoreRow`, is the run store's: store/runs.py). docs/results.md documents each field;
+verdict (a score row's, `ScoreRow`, is the run store's: store/score_rows.py). docs/results.md documents each field;
 tests/test_summarise_records.py holds those tables against these dataclasses, so the two cannot drift apart.
 
 `from_json` validates what it reads (a malformed record is one BenchError naming where); `to_json` gives
