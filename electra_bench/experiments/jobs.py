@@ -232,11 +232,7 @@ def run_graph(jobs: list[Job], engine: Engine, progress: Progress | None = None,
     (see the module docstring). An exception or Ctrl-C here stops the engine's workers at once."""
     check_graph(jobs, len(engine.slots))
     result = GraphResult()
-    finished: set[str] = set()
-    for j in jobs:
-        if j.done is not None and j.done():
-            finished.add(j.id)
-            result.skipped.append(j.id)
+    finished = _skip_done(jobs, result)
     pending = [j for j in jobs if j.id not in finished]
     free = list(engine.slots)
     attempts: dict[str, int] = {}
@@ -245,10 +241,7 @@ def run_graph(jobs: list[Job], engine: Engine, progress: Progress | None = None,
     t0 = time.perf_counter()
     try:
         while pending or running:
-            dead = set(result.failed) | set(result.blocked)
-            for j in [j for j in pending if set(j.deps) & dead]:
-                pending.remove(j)
-                result.blocked.append(j.id)
+            _block_dependents(pending, result)
             for j in list(pending):
                 if set(j.deps) <= finished and j.devices <= len(free):
                     slots, free = free[:j.devices], free[j.devices:]
@@ -291,6 +284,24 @@ def run_graph(jobs: list[Job], engine: Engine, progress: Progress | None = None,
     if result.failed:
         raise_failure(result, len(jobs))
     return result
+
+
+def _skip_done(jobs: list[Job], result: GraphResult) -> set[str]:
+    """The ids of jobs already done (a rerun resumes), recorded as skipped."""
+    finished: set[str] = set()
+    for j in jobs:
+        if j.done is not None and j.done():
+            finished.add(j.id)
+            result.skipped.append(j.id)
+    return finished
+
+
+def _block_dependents(pending: list[Job], result: GraphResult) -> None:
+    """Jobs waiting on a failed (or blocked) job leave `pending` as blocked: they will not run."""
+    dead = set(result.failed) | set(result.blocked)
+    for j in [j for j in pending if set(j.deps) & dead]:
+        pending.remove(j)
+        result.blocked.append(j.id)
 
 
 def raise_failure(result: GraphResult, total: int) -> None:
