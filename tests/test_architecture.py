@@ -1,6 +1,8 @@
 """The import graph follows docs/architecture.md: a stage imports only its own and lower stages, no
 module-level import cycle, no module named like a standard-library module, and no private name used
-across modules. Read from the source (ast), so a function-local import counts too."""
+across modules. Read from the source (ast), so a function-local import counts too. And the house stays
+walkable (issue 49): no import circle at all in the package, scripts/ and benchmarks/ (function-local
+imports included), no module over 400 lines (a cli module over 300), no function body over 60 lines."""
 
 import ast
 import sys
@@ -139,3 +141,145 @@ def test_the_checker_resolves_relative_and_local_imports():
     found = {(t, top) for t, _, top, _ in _imports(PACKAGE / "cli" / "experiment.py", "electra_bench.cli.experiment")}
     assert ("electra_bench.experiments.compare", False) in found  # imported inside the command
     assert rank("electra_bench.summarise.summary") > rank("electra_bench.pretrain.trainer")
+
+
+# --- issue 49: no import circle (function-local imports count too), no module over 400 lines (a cli module
+# over 300), no function body over 60 lines
+
+REPO = PACKAGE.parent
+MAX_MODULE_LINES = 400
+MAX_CLI_MODULE_LINES = 300
+MAX_FUNCTION_BODY_LINES = 60
+
+
+def _tree_modules(root: Path) -> dict[str, Path]:
+    """Every module under `root` by its dotted name as imported from `root`'s parent (the package) or from
+    `root` itself on sys.path (scripts/, benchmarks/: `import stat_designs`)."""
+    base = root.parent if root == PACKAGE else root
+    out = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = list(path.relative_to(base).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+def _all_imports(path: Path, module: str, modules: dict[str, Path]) -> set[str]:
+    """The modules of `modules` that the file imports anywhere (module level or inside a function)."""
+    tree = ast.parse(path.read_text())
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".") if package else []
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            candidates = [f"{target}.{a.name}" for a in node.names] + [target]
+        elif isinstance(node, ast.Import):
+            candidates = [a.name for a in node.names]
+        else:
+            continue
+        for name in candidates:
+            while name and name not in modules:
+                name = name.rpartition(".")[0]
+            if name and name != module and not module.startswith(name + "."):  # a package's own __init__
+                found.add(name)
+                break
+    return found
+
+
+def _circles(*roots: Path) -> set[tuple[str, ...]]:
+    """Each import circle among the modules under `roots` together, as its members sorted (strongly connected
+    components): a script importing the package that imports it back is a circle too."""
+    modules = {name: path for root in roots for name, path in _tree_modules(root).items()}
+    graph = {m: _all_imports(p, m, modules) for m, p in modules.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = set()
+
+    def connect(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            members = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                members.append(w)
+                if w == v:
+                    break
+            if len(members) > 1:
+                found.add(tuple(sorted(members)))
+
+    for m in graph:
+        if m not in index:
+            connect(m)
+    return found
+
+
+def _long_functions(root: Path, base: Path = REPO) -> dict[str, int]:
+    """'path:function' -> its body's lines (first statement to last, docstring included) where over the limit."""
+    out = {}
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = node.body[-1].end_lineno - node.body[0].lineno + 1
+                if lines > MAX_FUNCTION_BODY_LINES:
+                    out[f"{path.relative_to(base)}:{node.name}"] = lines
+    return out
+
+
+def test_no_import_circle_in_the_package():
+    assert not _circles(PACKAGE), _circles(PACKAGE)
+
+
+def test_no_import_circle_in_scripts_and_benchmarks():
+    """Within scripts/ (benchmarks/) or through the package they import."""
+    assert not _circles(PACKAGE, REPO / "scripts"), _circles(PACKAGE, REPO / "scripts")
+    assert not _circles(PACKAGE, REPO / "benchmarks"), _circles(PACKAGE, REPO / "benchmarks")
+
+
+def test_no_module_over_its_size():
+    over = {}
+    for module, path in _tree_modules(PACKAGE).items():
+        limit = MAX_CLI_MODULE_LINES if module.startswith("electra_bench.cli.") else MAX_MODULE_LINES
+        n = len(path.read_text().splitlines())
+        if n > limit:
+            over[str(path.relative_to(REPO))] = f"{n} lines (at most {limit})"
+    assert not over, over
+
+
+def test_no_function_body_over_60_lines_in_the_package():
+    assert not _long_functions(PACKAGE), _long_functions(PACKAGE)
+
+
+def test_no_function_body_over_60_lines_in_scripts():
+    assert not _long_functions(REPO / "scripts"), _long_functions(REPO / "scripts")
+
+
+def test_the_checks_see_a_circle_a_long_function_and_a_big_module(tmp_path):
+    """The checkers themselves, on a made-up tree: a lazy import closes a circle, a 61-line body is long."""
+    (tmp_path / "a.py").write_text("import b\n")
+    (tmp_path / "b.py").write_text("def f():\n    import a\n" + "    x = 1\n" * 60)
+    assert _circles(tmp_path) == {("a", "b")}
+    assert _long_functions(tmp_path, tmp_path) == {"b.py:f": 61}
+    (tmp_path / "b.py").write_text("def f():\n" + "    x = 1\n" * 60)
+    assert not _circles(tmp_path) and not _long_functions(tmp_path, tmp_path)
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "lib" / "core.py").write_text("def build():\n    import tool\n")  # a library calling its script back
+    (tmp_path / "tools" / "tool.py").write_text("import core\n")
+    assert _circles(tmp_path / "lib", tmp_path / "tools") == {("core", "tool")}
