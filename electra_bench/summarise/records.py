@@ -25,7 +25,7 @@ VERDICT_KINDS = ("not_learned", "incomplete", "too_small", "no_noise", "ranked",
 @dataclass
 class Verdict:
     """Whether RTD is ahead of MLM at the final checkpoint (docs/results.md, "Verdict"): built by
-    summary.noise_verdict from the statistics (confidence.py), stored in every protocol block."""
+    verdict.noise_verdict from the statistics (confidence.py), stored in every protocol block."""
 
     rule: str
     method: str | None = None
