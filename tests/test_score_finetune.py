@@ -13,16 +13,17 @@ from electra_bench.model import Encoder, EncoderConfig, SequenceClassifier
 WORDS = "the a film story plot actor scene music ending very quite rather was is felt looked".split()
 
 
-def _keyword_task(n_train=384, n_dev=128, seed=0, regression=False):
-    """Chance is 50. Label 1 when the sentence contains 'good', 0 when it contains 'bad' (real-text free, learnable)."""
+def _keyword_task(n_train=384, n_dev=128, seed=0, regression=False, k=8):
+    """Chance is 50. Label 1 when the sentence contains 'good', 0 when it contains 'bad' (real-text free, learnable);
+    k other words a sentence."""
     rng = random.Random(seed)
 
     def make(n):
         out = []
         for _ in range(n):
             y = rng.randint(0, 1)
-            words = rng.choices(WORDS, k=8)
-            words.insert(rng.randint(0, 8), "good" if y else "bad")
+            words = rng.choices(WORDS, k=k)
+            words.insert(rng.randint(0, k), "good" if y else "bad")
             out.append(Example(" ".join(words), None, float(y) * 5 if regression else y))
         return out
 

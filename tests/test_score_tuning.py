@@ -8,19 +8,18 @@ import numpy as np
 import pytest
 import torch
 
-from electra_bench.data.tasks import Example, TaskData, TaskSpec
-from electra_bench.data.tokenizer import Tokenizer
+from electra_bench.data.tasks import TaskData
 from electra_bench.errors import BenchError
 from electra_bench.experiments import sizing
-from electra_bench.model import Encoder, EncoderConfig
 from electra_bench.score import tuning
 from electra_bench.score.finetune import Recipe, evaluate, selection_fit
 from electra_bench.score.scoring import score_encoder
 from electra_bench.store import runs as results
 from electra_bench.summarise import summary
 from electra_bench.summarise.invariants import invariant_violations
+from test_score_finetune import WORDS, _encoder, tokenizer  # noqa: F401  (a fixture)
+from test_score_finetune import _keyword_task as keyword_task
 
-WORDS = "the a film story plot actor scene music ending very quite rather was is felt looked".split()
 CPU = torch.device("cpu")
 # small and quick: two lrs far apart, 6 epochs (the "paper's") or 1 (the default grid is tested by name)
 RECIPE = Recipe(protocol="finetune-tuned", lr=1e-5, max_len=16, epochs=6, tune_lrs=(1e-5, 3e-3), tune_epochs=(1,))
@@ -28,33 +27,7 @@ RECIPE = Recipe(protocol="finetune-tuned", lr=1e-5, max_len=16, epochs=6, tune_l
 
 def _keyword_task(n_train=400, n_dev=96, seed=0, regression=False):
     """Label 1 when the sentence holds 'good', 0 when 'bad': lr 3e-3 learns it in 6 epochs, 1e-5 does not."""
-    rng = random.Random(seed)
-
-    def make(n):
-        out = []
-        for _ in range(n):
-            y = rng.randint(0, 1)
-            words = rng.choices(WORDS, k=6)
-            words.insert(rng.randint(0, 6), "good" if y else "bad")
-            out.append(Example(" ".join(words), None, float(y) * 5 if regression else y))
-        return out
-
-    spec = TaskSpec(name="keyword", text_fields=("sentence",), labels=None if regression else ("0", "1"),
-                    regression=regression, metrics=("spearman",) if regression else ("accuracy",),
-                    primary="spearman" if regression else "accuracy")
-    return TaskData(spec=spec, splits={"train": make(n_train), "dev": make(n_dev)}, source="test")
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    texts = [" ".join(random.Random(i).choices(WORDS + ["good", "bad"], k=12)) for i in range(300)]
-    return Tokenizer.train(iter(texts), vocab_size=120)
-
-
-def _encoder(vocab):
-    torch.manual_seed(0)
-    return Encoder(EncoderConfig(vocab_size=vocab, embedding_size=32, hidden_size=32, num_layers=2, num_heads=2,
-                                 ffn_size=64, max_positions=32))
+    return keyword_task(n_train, n_dev, seed, regression, k=6)
 
 
 class _Untouchable(list):
