@@ -29,13 +29,12 @@ from ..errors import BenchError
 from ..store.layout import RunLayout
 from ..present import plots, report, tensorboard_curves
 from ..summarise.summary import build_summary
-from ..pretrain import run as runner
 from . import sizing, target
 from .cluster import check_cluster
 from .graph import Experiment, build_jobs, experiment, parallelism, run_experiments, slots
 from ..flops.budget import parse_budget
 from ..units import fmt_flops
-from .spec import CPU_DEFAULT, CPU_LONG, CPU_QUICK, CompareSpec
+from .spec import CPU_DEFAULT, CPU_LONG, CPU_QUICK, CompareSpec, budget_of
 
 # On this machine's CPU, a budget beyond this many times its mode's own default asks for --yes: `--budget 150%`
 # reads like a share of the default but is 16x it (hours, not minutes). The mode's own default, so that
@@ -90,12 +89,13 @@ def start(spec: CompareSpec, root: str | Path, run_id: str, quiet: bool = False)
     """The line `compare` says before it starts, with the wall time of the whole graph (on a CPU that times a
     few training steps: seconds, so a --quiet run skips it unless its budget `needs_yes`)."""
     p = spec.resolved_preset()
-    budget = runner.resolve_budget(p, spec.budget, spec.convention)
+    b = budget_of(spec, p)
+    budget = b.flops
     mode = CPU_QUICK if spec.quick else CPU_LONG if spec.long else CPU_DEFAULT
     default = parse_budget(mode["budget"])
     times = budget / default
     share = (f"; a percentage is a share of the paper's full schedule for {p.name}, 100% = "
-             f"{fmt_flops(runner.reference_flops(p, spec.convention))} FLOPs" if spec.budget.strip().endswith("%")
+             f"{fmt_flops(b.reference_flops)} FLOPs" if b.share
              else "")
     ratio = "the default" if times == 1 else f"{times:.3g}x the default {fmt_flops(default)}"
     line = (f"{run_id}: {fmt_flops(budget)} FLOPs per objective ({ratio}{share}), {spec.pretrain_seeds} "
@@ -151,8 +151,7 @@ def plan_only(spec: CompareSpec, root: str | Path, run_id: str, n_devices: int |
     """--dry-run: the graph and its sizing, without data (the preset's vocabulary stands, as in `pretrain
     --dry-run`) and without touching the run directory."""
     p = spec.resolved_preset()
-    budget = runner.resolve_budget(p, spec.budget, spec.convention)
-    plans = {o: runner.plan(p, o, budget, spec.convention) for o in spec.objectives}
+    plans = budget_of(spec, p).plans()
     tasks, note = sized_tasks(spec)
     jobs = build_jobs(spec, plans, tasks, p, RunLayout(Path(root) / run_id), None, **build_options)
     where = target.resolve(spec)

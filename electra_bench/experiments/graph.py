@@ -30,7 +30,6 @@ from ..score.scoring import recipe_for
 from ..store.layout import PretrainLayout, RunLayout
 from ..store import provenance
 from ..store.runs import RunDir, open_run, runs_with_fewer_seeds
-from ..pretrain import run as runner
 from ..pretrain.run_dir import unusable_part
 from . import sizing
 from .cluster import ClusterEngine, check_cluster
@@ -73,8 +72,8 @@ def experiment(spec: CompareSpec, root: str | Path, run_id: str, quiet: bool = F
     slots(spec)  # unknown or missing devices fail here
     if spec.engine == "slurm":
         check_cluster(spec)  # a job no node can take fails here, not at its sbatch
-    data, p, budget, plans = prepare(spec, quiet)
-    note = runner.budget_note(p, budget, spec.convention)
+    data, p, resolved, plans = prepare(spec, quiet)
+    budget, note = resolved.flops, resolved.note
     if note and not quiet:
         print(note, file=sys.stderr)
     if not (Path(root) / run_id).exists():

@@ -72,6 +72,9 @@ class CompareSpec:
     gpus_per_run: int = field(default=1, compare=False)  # GPUs of one pre-training run (torchrun DDP)
     engine: str = field(default="local", compare=False)  # one of ENGINES
     device_kind: str | None = field(default=None, compare=False)  # --device-kind: what it is planned for (target.py)
+    # the budget as `resolve` decided it on the preset (schedule.resolve: FLOPs, share, steps, note): derived
+    # from the fields above, so not part of the identity; None where the spec was built without `resolve`
+    resolved: schedule.Budget | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def resolve(cls, *, preset, budget, quick, convention, corpus, source, tasks, seeds, protocol, device,
@@ -127,12 +130,12 @@ class CompareSpec:
         from . import target
 
         target.resolve(spec).check_memory(spec)
-        runner.check_schedule(spec.resolved_preset(), objectives, spec.budget, convention, allow_long_schedule)
-        return spec
+        budget = runner.resolve_schedule(spec.resolved_preset(), objectives, spec.budget, convention, allow_long_schedule)
+        return dataclasses.replace(spec, resolved=budget)
 
     def to_dict(self) -> dict:
-        d = dataclasses.asdict(self)
-        for k in ("device", "jobs", "devices", "gpus_per_run", "engine", "device_kind"):
+        d = dataclasses.asdict(dataclasses.replace(self, resolved=None))
+        for k in ("device", "jobs", "devices", "gpus_per_run", "engine", "device_kind", "resolved"):
             d.pop(k)
         d["overrides"] = dict(self.overrides)
         if self.objectives == OBJECTIVES:  # left out at the default: compare's run ids stay what they were
@@ -162,6 +165,17 @@ class CompareSpec:
 
     def resolved_preset(self) -> presets.RunConfig:
         return presets.resolve(self.preset, presets.Overrides(**dict(self.overrides)))
+
+
+def budget_of(spec: CompareSpec, preset: presets.RunConfig | None = None) -> schedule.Budget:
+    """The spec's budget on `preset` (the spec's own by default; the data's vocabulary may change it): the one
+    `CompareSpec.resolve` made where it fits, else resolved here. The share limit was decided there, before
+    any data, on the preset: it is not asked again (nor was it before the budget was one value)."""
+    p = preset if preset is not None else spec.resolved_preset()
+    b = spec.resolved
+    if b is not None and b.fits(p, spec.budget, spec.convention, spec.objectives):
+        return b
+    return schedule.resolve(p, spec.objectives, spec.budget, spec.convention, allow_long=True)
 
 
 def split_protocols(protocol) -> tuple[str, ...]:

@@ -48,7 +48,7 @@ from ..pretrain import run as runner
 from . import target
 from .compare import graph_report, record_invocation, sized_tasks, work_done
 from .graph import build_jobs, experiment, parallelism, run_experiments
-from .spec import CompareSpec, default_parallelism, suite_name
+from .spec import CompareSpec, budget_of, default_parallelism, suite_name
 from .work import prepare
 
 # The paper's Figure 3 (left): generator hidden as a fraction of the discriminator's
@@ -261,8 +261,8 @@ def run_sweep(spec: SweepSpec, root: str | Path, run_id: str | None = None, quie
     tasks = load_tasks(base.source, list(base.tasks) if base.tasks else None)
     for _, _, ps in spec.points():
         target.resolve(ps).check_memory(ps)
-    data, p, budget, _ = prepare(dataclasses.replace(base, objectives=("mlm",)), quiet)
-    note = runner.budget_note(p, budget, base.convention)
+    data, p, resolved, _ = prepare(dataclasses.replace(base, objectives=("mlm",)), quiet)
+    budget, note = resolved.flops, resolved.note
     if note and not quiet:
         print(note, file=sys.stderr)
     points = _points(spec, data.tokenizer.vocab_size, budget)
@@ -327,7 +327,7 @@ def plan_sweep(spec: SweepSpec, root: str | Path, run_id: str | None = None, n_d
     """--dry-run: every point's jobs as one graph, sized (no data is prepared: the preset's vocabulary)."""
     base = spec.base
     p = base.resolved_preset()
-    budget = runner.resolve_budget(p, base.budget, base.convention)
+    budget = budget_of(base, p).flops
     tasks, note = sized_tasks(base)
     layout = RunLayout(Path(root) / (run_id or spec.run_id()))
     jobs, rates = [], {}

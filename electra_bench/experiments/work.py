@@ -33,16 +33,15 @@ from ..pretrain import checkpoint
 from ..pretrain import run as runner
 from ..pretrain.distributed import resolve_device
 from ..pretrain.trainer import TrainOptions
-from .spec import CompareSpec
+from .spec import CompareSpec, budget_of
 
 
 def prepare(spec: CompareSpec, quiet: bool = True):
     """The preset and data every process of this run uses (data is packed once and cached), the budget
-    and each objective's plan."""
+    (schedule.Budget: the spec's own unless the data's vocabulary changed the preset) and each objective's plan."""
     data, p = runner.prepare_data(spec.resolved_preset(), spec.corpus, None, 0, quiet)
-    budget = runner.resolve_budget(p, spec.budget, spec.convention)
-    plans = {o: runner.plan(p, o, budget, spec.convention) for o in spec.objectives}
-    return data, p, budget, plans
+    budget = budget_of(spec, p)
+    return data, p, budget, {o: budget.plan(o) for o in spec.objectives}
 
 
 @contextmanager

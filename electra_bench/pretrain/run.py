@@ -20,6 +20,7 @@ from ..flops.budget import Plan
 from .distributed import resolve_device
 # a preset's budget, its limits and its plan, re-exported: they need no torch and live in schedule.py
 from .schedule import budget_note, check_schedule, check_schedule_bound, plan, reference_flops, resolve_budget  # noqa: F401
+from .schedule import resolve as resolve_schedule  # noqa: F401
 from .trainer import TrainOptions, pretrain
 
 

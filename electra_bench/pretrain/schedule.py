@@ -3,10 +3,13 @@
 Nothing here imports torch at module level. The paper's convention is an analytic formula (flops/paper.py);
 the measured one runs fvcore on a forward (flops/measured.py, imported when first asked for, and torch with
 it: seconds). So `check_schedule_bound` can refuse an absurd budget from the command line before torch is
-loaded, and `check_schedule` gives the exact verdict afterwards.
+loaded, and `resolve` gives the exact verdict afterwards: the budget in one pass (parse, the share check,
+each objective's steps and their length, the note), as a `Budget` that the compare spec carries.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from ..flops import step_flops
 from ..run_config import RunConfig
@@ -38,11 +41,7 @@ def resolve_budget(preset: RunConfig, budget: str | float, convention: str) -> f
 
 def budget_note(preset: RunConfig, budget: float, convention: str) -> str | None:
     """A line for a budget beyond the paper's full schedule (allowed, but rarely what was meant)."""
-    share = budget / reference_flops(preset, convention)
-    if share <= 1.0:
-        return None
-    return (f"note: budget {budget:.3g} FLOPs is {100 * share:.0f}% of the paper's full schedule for preset "
-            f"{preset.name} ({convention} convention): more compute than the paper trained with")
+    return _note(preset, budget, budget / reference_flops(preset, convention), convention)
 
 
 def check_schedule_bound(preset: RunConfig, objectives: tuple[str, ...], budget: str | float, convention: str,
@@ -68,23 +67,75 @@ def check_schedule_bound(preset: RunConfig, objectives: tuple[str, ...], budget:
             check_length(objective, int(fewest), p.schedule.batch_size)
 
 
+@dataclass(frozen=True)
+class Budget:
+    """A budget resolved on one preset (its vocabulary decides each step's FLOPs): what `resolve` returns."""
+
+    text: str  # as given: "1.2e13", "25%"
+    flops: float  # the FLOPs it means for each objective
+    convention: str
+    share: bool  # given as a share of the paper's full schedule
+    reference_flops: float  # that full schedule, in this convention ("100%")
+    preset: RunConfig  # what it was resolved on
+    flops_per_step: dict[str, float]  # objective -> FLOPs of one training step
+    steps: dict[str, int]  # objective -> steps it buys (0: below one step, refused by `plan`)
+    note: str | None  # budget_note's line
+
+    def fits(self, preset: RunConfig, text: str | float, convention: str, objectives: tuple[str, ...]) -> bool:
+        """Whether it is this budget on this preset (the data's vocabulary may differ from the preset's)."""
+        return (str(text) == self.text and convention == self.convention and set(objectives) <= set(self.steps)
+                and preset == self.preset)
+
+    def plan(self, objective: str) -> Plan:
+        """The objective's plan; a budget below one of its steps is refused here (make_plan)."""
+        return _plan(self.preset, objective, self.flops, self.convention, self.flops_per_step[objective])
+
+    def plans(self) -> dict[str, Plan]:
+        return {o: self.plan(o) for o in self.steps}
+
+
+def resolve(preset: RunConfig, objectives: tuple[str, ...], budget: str | float, convention: str,
+            allow_long: bool = False) -> Budget:
+    """The budget on this preset in one pass: parsed (a share of the reference), refused beyond
+    MAX_SCHEDULE_SHARE times the paper's schedule unless `allow_long`, each objective's steps counted and
+    refused if the int64 counter cannot hold them. Each FLOP count runs once (the reference, one step per
+    objective). A budget below one step is left to `Budget.plan`: the data's smaller vocabulary may make
+    steps cheaper."""
+    ref = reference_flops(preset, convention)
+    b = parse_budget(budget, ref if _is_share(budget) else None)
+    check_share(b, b / ref, preset.name, convention, allow_long)
+    per_step, steps = {}, {}
+    for objective in objectives:
+        p = preset.for_objective(objective)
+        per_step[objective] = step_flops(p, objective, convention).flops_per_step
+        steps[objective] = int(b // per_step[objective])
+        check_length(objective, steps[objective], p.schedule.batch_size)
+    return Budget(str(budget), b, convention, _is_share(budget), ref, preset, per_step, steps,
+                  _note(preset, b, b / ref, convention))
+
+
+def _note(preset: RunConfig, budget: float, share: float, convention: str) -> str | None:
+    if share <= 1.0:
+        return None
+    return (f"note: budget {budget:.3g} FLOPs is {100 * share:.0f}% of the paper's full schedule for preset "
+            f"{preset.name} ({convention} convention): more compute than the paper trained with")
+
+
 def check_schedule(preset: RunConfig, objectives: tuple[str, ...], budget: str | float, convention: str,
                    allow_long: bool = False) -> float:
     """The budget in FLOPs, once its schedule is known not to be absurdly long (budget.py's limits):
     checked on the preset alone, before data or any directory exists. The preset's vocabulary stands in
     for the data's (as in --dry-run); `plan` checks the length again with the data's. A budget below one
     step is left to `plan`: a smaller vocabulary from the data makes steps cheaper."""
-    b = resolve_budget(preset, budget, convention)
-    check_share(b, b / reference_flops(preset, convention), preset.name, convention, allow_long)
-    for objective in objectives:
-        p = preset.for_objective(objective)
-        check_length(objective, int(b // step_flops(p, objective, convention).flops_per_step), p.schedule.batch_size)
-    return b
+    return resolve(preset, objectives, budget, convention, allow_long).flops
 
 
 def plan(preset: RunConfig, objective: str, budget: float, convention: str) -> Plan:
-    preset = preset.for_objective(objective)
-    sf = step_flops(preset, objective, convention)
-    s = preset.schedule
-    return make_plan(objective, convention, budget, sf.flops_per_step, s.checkpoint_fractions,
+    return _plan(preset, objective, budget, convention,
+                 step_flops(preset.for_objective(objective), objective, convention).flops_per_step)
+
+
+def _plan(preset: RunConfig, objective: str, budget: float, convention: str, flops_per_step: float) -> Plan:
+    s = preset.for_objective(objective).schedule
+    return make_plan(objective, convention, budget, flops_per_step, s.checkpoint_fractions,
                      describe_step=f" at batch {s.batch_size} x length {s.seq_len}", batch_size=s.batch_size)
