@@ -232,7 +232,7 @@ def test_an_interrupt_wrapped_by_class_creation_is_still_one_line(monkeypatch, i
         raise RuntimeError("Error calling __set_name__ on 'Field' instance 'globals' in 'ExecutionRecorder'") \
             from interrupt
 
-    monkeypatch.setattr(run, "check_schedule", interrupted_import)
+    monkeypatch.setattr(run, "resolve_schedule", interrupted_import)
     r = CliRunner().invoke(main, ["pretrain", "--objective", "mlm", "--budget", "1e12", "--dry-run"])
     assert r.exit_code == code, r.output
     assert r.stderr.strip() == line

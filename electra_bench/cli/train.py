@@ -101,17 +101,17 @@ def pretrain(preset, budget, convention, corpus, vocab_file, seed, device, preci
     if not planning_only:  # first: the FLOP count below runs a forward at these shapes (minutes at --seq-len 1e5)
         runner.check_memory(p, (objective,), device, precision, allow_emulated_bf16)
     # the schedule's length needs only the preset: checked before data or --out exist
-    b = runner.check_schedule(p, (objective,), budget, convention, allow_long_schedule)
+    resolved = runner.resolve_schedule(p, (objective,), budget, convention, allow_long_schedule)
     if planning_only:  # planning needs no data: the preset's vocabulary stands
-        note(runner.budget_note(p, b, convention))
-        info = {"preset": p.to_dict(), "plan": runner.plan(p, objective, b, convention).to_dict()}
+        note(resolved.note)
+        info = {"preset": p.to_dict(), "plan": resolved.plan(objective).to_dict()}
         emit_json(info) if (as_json or show_config) else out.print(info["plan"])
         return
     data, p = runner.prepare_data(p, corpus, vocab_file, seed, quiet)
-    b = runner.resolve_budget(p, budget, convention)
-    note(runner.budget_note(p, b, convention))
-    the_plan = runner.plan(p, objective, b, convention)
-    out_dir = out_dir or f"results/pretrain-{p.name}-{objective}-{b:.3g}"
+    resolved = resolved.on(p)  # the data's vocabulary
+    note(resolved.note)
+    the_plan = resolved.plan(objective)
+    out_dir = out_dir or f"results/pretrain-{p.name}-{objective}-{resolved.flops:.3g}"
     opts = TrainOptions(seed=seed, device=device, precision=precision, allow_emulated_bf16=allow_emulated_bf16,
                         compile=compile_, log_every=log_every, save_every_steps=save_every, peak_flops=peak_flops,
                         quiet=quiet, resume=resume)

@@ -173,8 +173,8 @@ def budget_of(spec: CompareSpec, preset: presets.RunConfig | None = None) -> sch
     any data, on the preset: it is not asked again (nor was it before the budget was one value)."""
     p = preset if preset is not None else spec.resolved_preset()
     b = spec.resolved
-    if b is not None and b.fits(p, spec.budget, spec.convention, spec.objectives):
-        return b
+    if b is not None and b.fits(spec.budget, spec.convention, spec.objectives):
+        return b.on(p)
     return schedule.resolve(p, spec.objectives, spec.budget, spec.convention, allow_long=True)
 
 

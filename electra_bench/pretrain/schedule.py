@@ -81,10 +81,16 @@ class Budget:
     steps: dict[str, int]  # objective -> steps it buys (0: below one step, refused by `plan`)
     note: str | None  # budget_note's line
 
-    def fits(self, preset: RunConfig, text: str | float, convention: str, objectives: tuple[str, ...]) -> bool:
-        """Whether it is this budget on this preset (the data's vocabulary may differ from the preset's)."""
-        return (str(text) == self.text and convention == self.convention and set(objectives) <= set(self.steps)
-                and preset == self.preset)
+    def fits(self, text: str | float, convention: str, objectives: tuple[str, ...]) -> bool:
+        """Whether it is this budget for these objectives (on whichever preset: see `on`)."""
+        return str(text) == self.text and convention == self.convention and set(objectives) <= set(self.steps)
+
+    def on(self, preset: RunConfig) -> Budget:
+        """This budget on `preset` (the data's vocabulary may have changed the one it was resolved on): itself
+        if unchanged, else resolved again, once, without the share limit (decided before any data)."""
+        if preset == self.preset:
+            return self
+        return resolve(preset, tuple(self.steps), self.text, self.convention, allow_long=True)
 
     def plan(self, objective: str) -> Plan:
         """The objective's plan; a budget below one of its steps is refused here (make_plan)."""
