@@ -95,3 +95,15 @@ def test_held_out_learning_and_the_downstream_score_are_told_apart(tmp_path):
     untrained = next(line for line in lines if line.startswith("The untrained encoder already reaches MLM"))
     assert "held-out pre-training diagnostics" in learned
     assert "on the downstream tasks" in untrained and "did not improve on it" not in untrained
+
+
+def test_an_objective_that_beats_the_untrained_encoder_is_said_to():
+    """The 4-seed default design on ebs-2 (results/default-ebs2-4seeds): MLM's CI against the untrained
+    encoder lies above 0 and RTD's does not; the report states both, not only the failure."""
+    import json
+    from pathlib import Path
+    run = Path(__file__).resolve().parents[1] / "results" / "default-ebs2-4seeds"
+    lines = headline_lines(json.loads((run / "summary.json").read_text(encoding="utf-8")))
+    assert "MLM beats the untrained encoder (95% CI of MLM - untrained: [+0.5, +2.0], estimate +1.2)" in lines
+    assert any(line.startswith("RTD does not beat the untrained encoder") for line in lines)
+    assert not any(line.startswith("MLM does not beat") for line in lines)

@@ -21,6 +21,18 @@ def seeds_phrase(block: Mapping[str, Any]) -> str:
     return f"mean over {n} evaluation seed{'s' if n != 1 else ''}"
 
 
+def untrained_lines(verdict: Mapping) -> list[str]:
+    """Each objective against the untrained encoder, both ways: a first run that separates one objective from
+    no pre-training says so, not only the one that fails to (issue 48)."""
+    lines = []
+    for o, b in verdict.get("beats_untrained", {}).items():
+        if b.get("beats") in (True, False):
+            says = "beats" if b["beats"] else "does not beat"
+            lines.append(f"{LABELS[o]} {says} the untrained encoder (95% CI of {LABELS[o]} - untrained: "
+                         f"{confidence.fmt_ci(b['ci'])}, estimate {b['difference']:+.1f})")
+    return lines
+
+
 def headline_lines(summary: Mapping[str, Any], protocol: str | None = None) -> list[str]:
     """The headline sentences and the noise verdict, for reports."""
     block = summary["protocols"][protocol or summary["main_protocol"]]
@@ -41,10 +53,7 @@ def headline_lines(summary: Mapping[str, Any], protocol: str | None = None) -> l
     lines += [cross[k]["text"] for k in ("rtd_over_mlm", "rtd_over_untrained") if isinstance(cross.get(k), Mapping)
               and "text" in cross[k]]
     verdict = block["verdict"]
-    for o, b in verdict.get("beats_untrained", {}).items():
-        if b.get("beats") is False:
-            lines.append(f"{LABELS[o]} does not beat the untrained encoder (95% CI of {LABELS[o]} - untrained: "
-                         f"{confidence.fmt_ci(b['ci'])}, estimate {b['difference']:+.1f})")
+    lines += untrained_lines(verdict)
     lines += verdict.get("not_learned", [])
     seq = verdict.get("sequential")
     if verdict.get("verdict") and seq:
