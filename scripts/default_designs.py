@@ -4,7 +4,8 @@ answer (issue 48): each objective against the untrained encoder, and RTD - MLM, 
 committed run measured.
 
 For every run given, every reading it was scored under (protocol) and every checkpoint with statistics,
-the probability that a design with n pre-training seeds resolves each statement (its 95% CI excludes 0) is
+the probability that a design with n pre-training seeds resolves each statement (its 95% CI excludes 0; for
+"beats the untrained encoder", lies above 0, so a negative measured difference reads under 2.5%) is
 the plan's power (electra_bench/summarise/plan.py: the statement's measured per-seed variance scaled to n
 seeds, the example noise all seeds share kept as it is) at the measured difference. The wall time of a
 design is n pre-training seeds of both objectives to that checkpoint's FLOPs on 2 workers at the speed given
@@ -30,16 +31,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from electra_bench.summarise.plan import power  # noqa: E402
 
 
-def _power(statement: dict, n: int) -> float:
+def _power(statement: dict, n: int, above: bool = False) -> float:
+    """P(the 95% interval excludes 0) at the measured difference: in its own direction, or (`above`) only
+    above 0, as "beats the untrained encoder" needs (a negative difference then scores under 2.5%)."""
     noise = statement.get("noise") or {}
     k = noise.get("n_pretrain_seeds") or 1
     if k < 2 or noise.get("seed_variance") is None:
         return float("nan")
     per_seed = noise["seed_variance"] * k  # the variance of one seed's score (interval.Split.per_seed_variance)
-    return power(abs(statement["estimate"]), per_seed, noise.get("shared_example_variance", 0.0), n)
+    d = statement["estimate"] if above else abs(statement["estimate"])
+    return power(d, per_seed, noise.get("shared_example_variance", 0.0), n)
 
 
-def designs(run: Path, label: str, seeds: list[int], flops_per_s: float, score_s: dict[str, float]) -> list[dict]:
+def designs(run: Path, label: str, seeds: list[int], flops_per_s: float, score_s: dict[str, float],
+            scored_per_seed: int = 3) -> list[dict]:
     summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
     out = []
     for protocol, block in summary["protocols"].items():
@@ -52,12 +57,13 @@ def designs(run: Path, label: str, seeds: list[int], flops_per_s: float, score_s
                 continue
             flops = d["train_flops"]
             for n in seeds:
-                # both objectives' n runs on 2 workers, then 3 encoders a seed scored (untrained, MLM, RTD)
-                wall = n * flops / flops_per_s + 3 * n * score_s.get(protocol, float("nan")) / 2
+                # both objectives' n runs on 2 workers, then `scored_per_seed` encoders a seed scored (3: the
+                # untrained, MLM and RTD at the final checkpoint; 7 with the probe's 1/4 and 1/2 checkpoints)
+                wall = n * flops / flops_per_s + scored_per_seed * n * score_s.get(protocol, float("nan")) / 2
                 out.append({"run": label, "reading": protocol, "train_flops": flops, "fraction": fraction,
                             "n": n, "minutes": wall / 60,
-                            "mlm_vs_untrained": (mlm["estimate"], _power(mlm, n)),
-                            "rtd_vs_untrained": (rtd["estimate"], _power(rtd, n)),
+                            "mlm_vs_untrained": (mlm["estimate"], _power(mlm, n, above=True)),
+                            "rtd_vs_untrained": (rtd["estimate"], _power(rtd, n, above=True)),
                             "rtd_minus_mlm": (d["estimate"], _power(d, n)),
                             "measured_with": (d.get("noise") or {}).get("n_pretrain_seeds")})
     return out
@@ -69,8 +75,8 @@ def _cell(pair) -> str:
 
 
 def render(rows: list[dict], max_minutes: float, md: bool) -> str:
-    head = ["run", "reading", "FLOPs", "seeds", "minutes", "MLM - untrained", "RTD - untrained", "RTD - MLM",
-            "both beat untrained"]
+    head = ["run", "reading", "FLOPs", "seeds", "minutes", "MLM beats untrained", "RTD beats untrained",
+            "RTD - MLM resolved", "both beat untrained"]
     lines = []
     for r in rows:
         both = r["mlm_vs_untrained"][1] * r["rtd_vs_untrained"][1]
@@ -92,6 +98,9 @@ def main(argv=None) -> int:
                     help="one worker's pre-training speed (FLOP/s, the run's convention): measured, e.g. the dry run's")
     ap.add_argument("--score-s", default="probe=30,zeroshot=150",
                     help="seconds of one worker to score one encoder, per reading (measured)")
+    ap.add_argument("--scored-per-seed", type=int, default=3,
+                    help="encoders scored per pre-training seed (3: untrained and both final checkpoints; 7 with "
+                         "two more checkpoints of each objective)")
     ap.add_argument("--max-minutes", type=float, default=15.0)
     ap.add_argument("--md", action="store_true")
     args = ap.parse_args(argv)
@@ -103,7 +112,8 @@ def main(argv=None) -> int:
         if not (Path(path) / "summary.json").is_file():
             print(f"error: {Path(path) / 'summary.json'}: missing (a finished compare run?)", file=sys.stderr)
             return 2
-        rows += designs(Path(path), label or Path(path).name, seeds, args.flops_per_s, score_s)
+        rows += designs(Path(path), label or Path(path).name, seeds, args.flops_per_s, score_s,
+                        args.scored_per_seed)
     print(render(rows, args.max_minutes, args.md))
     return 0
 
