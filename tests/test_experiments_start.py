@@ -37,7 +37,7 @@ def test_a_percentage_is_echoed_as_a_share_of_the_papers_schedule_and_needs_yes_
     begin = start(_spec(budget="150%"), tmp_path, "r", quiet=True)
     assert begin.times_default > BIG_BUDGET and begin.needs_yes
     assert begin.line.startswith("r: 1.9e14 FLOPs per objective (16.1x the default 1.2e13; a percentage is a share "
-                                 "of the paper's full schedule for tiny, 100% = 1.3e14 FLOPs), 2 pre-training seed(s)")
+                                 "of the paper's full schedule for tiny, 100% = 1.3e14 FLOPs), 4 pre-training seed(s)")
     assert "; about " in begin.line and "on 2 CPU worker(s) (at the speeds measured here)" in begin.line
     with pytest.raises(BenchError, match=r"^not started: r: 1\.9e14 FLOPs .* pass --yes to start it"):
         confirm(begin, yes=False, ask=None)  # no terminal to ask at

@@ -168,7 +168,8 @@ def experiment_options(fn):
         click.option("--tasks", default=None, help="Comma-separated task names (default: all)."),
         click.option("--seeds", type=POSITIVE_INT, default=None, help="Evaluation seeds per checkpoint and task."),
         click.option("--pretrain-seeds", type=POSITIVE_INT, default=None,
-                     help="Pre-training runs per objective (CPU default: 2, else 1): the band is over these."),
+                     help="Pre-training runs per objective (CPU default: 4; --long, --quick: 2; else 1): "
+                          "the band is over these."),
         click.option("--protocol", default=None, callback=_protocols,
                      help="How encoders are read, comma-separated, the headline's first: probe (frozen "
                           "features), finetune (the paper's), finetune-tuned, fewshot, zeroshot (minimal pairs, "
