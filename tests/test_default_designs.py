@@ -1,6 +1,7 @@
 """scripts/default_designs.py (issue 48's comparison of default designs): the plan's power read off a
 committed run's statistics, rising with the seeds, and its wall-time arithmetic."""
 
+import json
 import sys
 from pathlib import Path
 
@@ -29,14 +30,14 @@ def test_a_missing_run_is_one_line(tmp_path, capsys):
 
 
 def test_beating_the_untrained_encoder_needs_a_positive_difference():
-    """A measured difference below 0 is resolved often (RTD - untrained at 3.0e13 in ms-ebs3-1.2e13 is
+    """A measured difference below 0 is resolved often (RTD - untrained at 3.0e12 in ms-ebs3-1.2e13 is
     negative), but never as "beats": the design table must not count it towards both beating untrained."""
     run = Path(__file__).resolve().parents[1] / "results" / "ms-ebs3-1.2e13"
     rows = default_designs.designs(run, "ms", [8], flops_per_s=1e10, score_s={"probe": 30.0})
     negative = [r for r in rows if r["rtd_vs_untrained"][0] < -0.5]
     assert negative
     assert all(r["rtd_vs_untrained"][1] < 0.025 for r in negative)
-    summary = default_designs.json.loads((run / "summary.json").read_text(encoding="utf-8"))
+    summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
     d = next(v for v in summary["protocols"]["probe"]["statistics"]["vs_untrained"]
              if v["objective"] == "rtd" and v["estimate"] < -0.5)
     assert default_designs._power(d, 8) > 0.5  # the same difference, in its own direction, is resolved
