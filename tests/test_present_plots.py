@@ -146,6 +146,34 @@ def test_score_plot_title_legend_and_axes_say_what_they_show(tmp_path):
     assert [t.get_text() for t in ax.get_xticklabels() if t.get_text()] == ["5e13", "1e14"]
 
 
+def test_one_checkpoint_per_objective_is_drawn_at_its_flops_without_a_share_of_compute(tmp_path):
+    """A reading scored at the final checkpoint only (compare's readings after the first): the two
+    objectives' points, a fraction of a percent apart in FLOPs, sit together on an axis that spans a factor
+    of 4, and the title gives no share of compute (it would be the straight line from the untrained encoder)."""
+    s = summary.build_summary(make_run(tmp_path, fractions=(1.0,)))
+    assert "RTD reaches" in s["headline"]["rtd_reaches_mlm"]["text"]  # the summary interpolates from init...
+    fig = plots.figure_scores(s)
+    title = fig.axes[0].get_title(loc="left").replace("\n", " ")
+    assert "reaches" not in title and "no share of compute" in title  # ...the figure does not print it
+    assert "Verdict" in title
+    lo, hi = fig.axes[0].get_xlim()
+    assert lo == pytest.approx(5e13) and hi == pytest.approx(2e14)
+    # each point's interval as a bar, since a single point has no area to shade
+    assert fig.legends[0].get_title().get_text().startswith("points: score at the final checkpoint; bars: its 95% CI")
+    rtd = next(q for q in s["protocols"][s["main_protocol"]]["statistics"]["points"] if q["arm"] == "rtd@1.0000")
+    bars = [c for c in fig.axes[0].collections if type(c).__name__ == "LineCollection"]
+    ends = sorted(v for c in bars for seg in c.get_segments() for v in seg[:, 1])
+    assert any(abs(y - rtd["ci"][0]) < 1e-9 for y in ends) and any(abs(y - rtd["ci"][1]) < 1e-9 for y in ends)
+    # the objectives' FLOPs as compare measures them: 1.19999698e14 and 1.2e14
+    fig2, axes = plots.new_figure()
+    ax = axes[0][0]
+    ax.plot([1.19999698e14, 1.2e14], [70.9, 59.5], "o")
+    plots.log_flops_axis(ax, [1.19999698e14, 1.2e14])
+    lo, hi = ax.get_xlim()
+    assert hi / lo == pytest.approx(4.0, rel=1e-3)
+    assert plots.text_overlaps(fig) == []
+
+
 def test_tasks_legend_takes_the_empty_slot_else_sits_under_the_grid(tmp_path):
     five = summary.build_summary(make_run(tmp_path, "five", tasks=("sst2", "rte", "cola", "mrpc", "qnli")))
     fig = plots.figure_tasks(five)

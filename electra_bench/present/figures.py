@@ -168,3 +168,8 @@ def log_flops_axis(ax, at: Iterable[float] | None = None) -> None:
     ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: _fmt_flops_tick(x)))
     ax.xaxis.set_minor_locator(NullLocator() if kept and len(kept) <= 6 else LogLocator(base=10, subs="auto"))
     ax.xaxis.set_minor_formatter(NullFormatter())
+    lo, hi = ax.dataLim.intervalx
+    if len(kept) == 1 and lo > 0 and math.log10(hi / lo) <= 0.02:
+        # one checkpoint (a reading scored at the final checkpoint only): left to autoscale, the axis would
+        # zoom into the fraction of a percent between the objectives' FLOPs and draw them far apart
+        ax.set_xlim(kept[0] / 2, kept[0] * 2)

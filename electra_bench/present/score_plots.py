@@ -63,7 +63,10 @@ def _draw_curves(ax, block: Mapping[str, Any], models: Mapping[str, Any], value_
         label = models.get(obj, {}).get("label", LABELS[obj])
         ax.plot(xs, ys, marker="o", color=COLORS[obj], label=label, zorder=3)
         bands = [band_of(p) for p in own]
-        if all(b is not None for b in bands) and any(b[1] > b[0] for b in bands):
+        if len(own) == 1 and bands[0] is not None and bands[0][1] > bands[0][0]:  # no area to shade: a bar
+            ax.errorbar(xs, ys, yerr=[[ys[0] - bands[0][0]], [bands[0][1] - ys[0]]], fmt="none", ecolor=COLORS[obj],
+                        capsize=4, zorder=3)
+        elif all(b is not None for b in bands) and any(b[1] > b[0] for b in bands):
             ax.fill_between(xs, [b[0] for b in bands], [b[1] for b in bands], color=COLORS[obj], alpha=BAND_ALPHA,
                             linewidth=0, label=f"{label} band")
     init = next((p for p in points if p["objective"] == "init"), None)
@@ -210,9 +213,16 @@ def figure_scores(summary: Mapping[str, Any], *, protocol: str | None = None, pa
         log_flops_axis(ax)  # the overlay spans decades: checkpoint ticks would crowd
     _draw_references(ax, block, handles, labels)
     title = [f"{suite} score vs pre-training compute ({protocol} protocol)"]
+    reach = ("RTD reaches", "MLM reaches", "RTD does not reach", "MLM does not reach", "The untrained")
+    one_checkpoint = all(len({round(p["fraction"], 4) for p in block["points"] if p["objective"] == obj}) <= 1
+                         for obj in TRAINED)
+    if one_checkpoint:
+        # a reading scored at the untrained encoder and the final checkpoint only: a share of compute would
+        # be the straight line from the untrained encoder, which nothing measured
+        title.append("One checkpoint per objective: no share of compute to reach the other's score")
+        reach = ()
     title += [line for line in headline_lines(summary, protocol)
-              if line.startswith(("RTD reaches", "MLM reaches", "RTD does not reach", "MLM does not reach",
-                                  "The untrained", "Crossover", "Verdict"))]
+              if line.startswith(reach + ("Crossover", "Verdict"))]
     ax.set_title(wrap("\n".join(title), 105), fontsize=8.5, loc="left")
     at = "; ticks at the checkpoints" if isinstance(ax.xaxis.get_major_locator(), FixedLocator) else ""
     ax.set_xlabel(f"pre-training FLOPs ({conv} convention, log scale{at})", fontsize=9)
@@ -227,7 +237,8 @@ def figure_scores(summary: Mapping[str, Any], *, protocol: str | None = None, pa
         right.set_ylabel("points above the untrained encoder", fontsize=8.5)
     fig.legend(handles, labels, loc="outside lower center", ncols=2, fontsize=8, frameon=False,
                handler_map={tuple: HandlerTuple(ndivide=1)},
-               title=f"lines: score at each checkpoint; shaded: {band}", title_fontsize=8)
+               title=(f"points: score at the final checkpoint; bars: {band}" if one_checkpoint else
+                      f"lines: score at each checkpoint; shaded: {band}"), title_fontsize=8)
     return fig
 
 
