@@ -64,8 +64,9 @@ def _draw_curves(ax, block: Mapping[str, Any], models: Mapping[str, Any], value_
         ax.plot(xs, ys, marker="o", color=COLORS[obj], label=label, zorder=3)
         bands = [band_of(p) for p in own]
         if len(own) == 1 and bands[0] is not None and bands[0][1] > bands[0][0]:  # no area to shade: a bar
-            ax.errorbar(xs, ys, yerr=[[ys[0] - bands[0][0]], [bands[0][1] - ys[0]]], fmt="none", ecolor=COLORS[obj],
-                        capsize=4, zorder=3)
+            # centred on the band, not the point: a mean over seeds can lie outside a bootstrap percentile CI
+            lo, hi = bands[0]
+            ax.errorbar(xs, [(lo + hi) / 2], yerr=[(hi - lo) / 2], fmt="none", ecolor=COLORS[obj], capsize=4, zorder=3)
         elif all(b is not None for b in bands) and any(b[1] > b[0] for b in bands):
             ax.fill_between(xs, [b[0] for b in bands], [b[1] for b in bands], color=COLORS[obj], alpha=BAND_ALPHA,
                             linewidth=0, label=f"{label} band")
