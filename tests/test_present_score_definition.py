@@ -30,7 +30,7 @@ def make_run(tmp_path, skills, seeds=(0, 1), n=300):
                 preds = np.stack([np.where(rng.random(n) < skill + 0.02 * s + 0.03 * e ** 2, y, 1 - y)
                                   for e in range(EVAL_SEEDS)])
                 records = {e: {"dev": (preds[e], y, np.arange(n), "sha-" + task)} for e in range(EVAL_SEEDS)}
-                result["predictions"].append((obj, s, frac, predictions.collect(task, records)))
+                result["predictions"].append((obj, s, frac, predictions.collect(task, records, "probe")))
                 for e in range(EVAL_SEEDS):
                     result["rows"].append(dict(objective=obj, fraction=frac, step=int(frac * 100),
                                                train_flops=frac * 1e13, convention="measured", task=task, seed=e,

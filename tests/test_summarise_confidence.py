@@ -16,13 +16,16 @@ from electra_bench.store.predictions import PredictionStore, TaskPredictions
 TASKS = {"sst2": "accuracy", "cola": "mcc"}
 
 
-def make_run(tmp_path, *, rtd_skill=0.80, mlm_skill=0.70, seeds=(0, 1, 2, 3), n=400, run_id="r"):
+def make_run(tmp_path, *, rtd_skill=0.80, mlm_skill=0.70, seeds=(0, 1, 2, 3), n=400, run_id="r",
+             protocol="probe", run=None, rng_seed=0):
     """Three encoders (init, mlm, rtd at fractions 0.5 and 1) whose predictions are right with a skill that
     grows with the fraction and varies by pre-training seed; rows are computed from the stored predictions,
-    as compare stores them (RunDir.store_scored)."""
+    as compare stores them (RunDir.store_scored). `run`: score the same encoders into it under `protocol`."""
     rng = np.random.default_rng(0)
-    run = results.open_run(tmp_path, run_id, {"preset": "tiny"})
-    labels = {t: rng.integers(0, 2, n) for t in TASKS}
+    run = run or results.open_run(tmp_path, run_id, {"preset": "tiny"})
+    labels = {t: rng.integers(0, 2, n) for t in TASKS}  # one dev set per task, whatever the reading
+    if rng_seed:
+        rng = np.random.default_rng(rng_seed)
     arms = [("init", 0.0, 0.5), ("mlm", 0.5, mlm_skill - 0.05), ("mlm", 1.0, mlm_skill),
             ("rtd", 0.5, rtd_skill - 0.05), ("rtd", 1.0, rtd_skill)]
     for obj, frac, skill in arms:
@@ -35,12 +38,12 @@ def make_run(tmp_path, *, rtd_skill=0.80, mlm_skill=0.70, seeds=(0, 1, 2, 3), n=
                 records = {e: {"dev": (preds[e], y, np.arange(n), "sha-" + task)} for e in range(2)}
                 from electra_bench.store import predictions
 
-                result["predictions"].append((obj, s, frac, predictions.collect(task, records)))
+                result["predictions"].append((obj, s, frac, predictions.collect(task, records, protocol)))
                 for e in range(2):
                     result["rows"].append(dict(objective=obj, fraction=frac, step=int(frac * 100),
                                                train_flops=frac * 1e13, convention="measured", task=task, seed=e,
                                                metric=metric, value=compute([metric], preds[e], y)[metric],
-                                               protocol="probe", pretrain_seed=s))
+                                               protocol=protocol, pretrain_seed=s))
             run.store_scored(result)
     return run
 
@@ -102,13 +105,48 @@ def test_without_predictions_statistics_are_over_seeds_only(tmp_path):
     assert any(line.startswith("Statistics: seeds-only") for line in headline_lines(s))
 
 
+def test_each_reading_keeps_its_own_predictions_and_its_multibootstrap(tmp_path):
+    """Scored under two protocols, the same encoders on the same tasks store two prediction files each: the
+    second reading once overwrote the first's, whose rows then no longer matched, so the first reading fell
+    back to seeds-only statistics (the 1.2e14 run scored with probe,zeroshot,finetune-tuned did)."""
+    run = make_run(tmp_path)
+    make_run(tmp_path, run=run, protocol="finetune", rtd_skill=0.6, mlm_skill=0.75, rng_seed=1)
+    s = summary.build_summary(run)
+    for protocol in ("probe", "finetune"):
+        st = s["protocols"][protocol]["statistics"]
+        assert st["method"] == "multi-bootstrap" and st["note"] is None, (protocol, st["note"])
+    assert (run.path / "predictions" / "mlm" / "seed-0" / "frac-1.0000" / "sst2@finetune.npz").is_file()
+    ranked = {p: next(d for d in s["protocols"][p]["statistics"]["differences"] if d["fraction"] == 1.0)
+              for p in ("probe", "finetune")}
+    assert ranked["probe"]["estimate"] > 0 > ranked["finetune"]["estimate"]
+
+
+def test_an_unkeyed_prediction_file_of_an_older_run_is_read_and_checked_against_the_rows(tmp_path):
+    """Runs stored before the protocol was in the file name have <task>.npz: read for the reading whose rows
+    it reproduces; for another reading the row check refuses it and names the file."""
+    run = make_run(tmp_path)
+    for f in (run.path / "predictions").rglob("*@probe.npz"):
+        f.rename(f.with_name(f.name.replace("@probe", "")))
+    st = summary.build_summary(run)["protocols"]["probe"]["statistics"]
+    assert st["method"] == "multi-bootstrap" and st["note"] is None
+    make_run(tmp_path, run=run, protocol="finetune", rng_seed=1)
+    for f in (run.path / "predictions").rglob("*@finetune.npz"):  # as the old store left it: the last
+        f.replace(f.with_name(f.name.replace("@finetune", "")))  # reading's predictions under the plain name
+    s = summary.build_summary(run)
+    assert s["protocols"]["finetune"]["statistics"]["method"] == "multi-bootstrap"
+    st = s["protocols"]["probe"]["statistics"]
+    assert st["method"] == "seeds-only" and "stored predictions not used" in st["note"], st["note"]
+    assert "from init/seed-0/frac-0.0000/" in st["note"] and ".npz" in st["note"], st["note"]
+
+
 def test_a_second_dev_set_under_the_same_task_is_refused(tmp_path):
     store = PredictionStore(tmp_path)
-    p = TaskPredictions("sst2", [0], {"dev": np.zeros((1, 3), np.int16)}, {"dev": np.zeros(3, np.int16)},
-                        {"dev": np.arange(3)}, "a" * 64)
+    p = TaskPredictions("sst2", "probe", [0], {"dev": np.zeros((1, 3), np.int16)},
+                        {"dev": np.zeros(3, np.int16)}, {"dev": np.arange(3)}, "a" * 64)
     store.write("mlm", 0, 1.0, p)
-    assert store.read("mlm", 0, 1.0, "sst2")["seeds"] == [0]
-    assert store.read("rtd", 0, 1.0, "sst2") is None
+    assert store.read("mlm", 0, 1.0, "sst2", "probe")["seeds"] == [0]
+    assert store.read("mlm", 0, 1.0, "sst2", "finetune") is None
+    assert store.read("rtd", 0, 1.0, "sst2", "probe") is None
     p.dev_sha256 = "b" * 64
     with pytest.raises(BenchError, match="dev set of sst2 differs"):
         store.write("rtd", 0, 1.0, p)

@@ -34,7 +34,7 @@ def make_run(tmp_path, rtd_lead: dict, n=600, seeds=(0, 1, 2, 3)):
                 y = labels[task]
                 preds = np.stack([np.where(rng.random(n) < skill, y, 1 - y) for _ in range(2)])
                 records = {e: {"dev": (preds[e], y, np.arange(n), "sha-" + task)} for e in range(2)}
-                result["predictions"].append((obj, s, frac, predictions.collect(task, records)))
+                result["predictions"].append((obj, s, frac, predictions.collect(task, records, "probe")))
                 for e in range(2):
                     result["rows"].append(dict(objective=obj, fraction=frac, step=int(frac * 100),
                                                train_flops=frac * 1e13, convention="measured", task=task, seed=e,

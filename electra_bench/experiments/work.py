@@ -142,7 +142,7 @@ def score_job(spec: CompareSpec, label: str, pretrain_seed: int, points: list[tu
                              "convention": spec.convention, "task": r["task"], "seed": r["seed"],
                              "metric": r["metric"], "value": r["value"], "protocol": protocol,
                              "pretrain_seed": pretrain_seed})
-            stored += [(label, pretrain_seed, fraction, predictions.collect(name, by_seed))
+            stored += [(label, pretrain_seed, fraction, predictions.collect(name, by_seed, protocol))
                        for name, by_seed in records.items()]
         return {"rows": rows, "predictions": stored}
 

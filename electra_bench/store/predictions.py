@@ -7,8 +7,14 @@ the dev examples together with the pre-training seeds, instead of treating a dev
 ```
 predictions/
   labels/<task>.npz                                   once per task: labels_<split>, index_<split>, meta
-  <objective>/seed-<k>/frac-<F>/<task>.npz            preds_<split> (evaluation seeds x examples), seeds
+  <objective>/seed-<k>/frac-<F>/<task>@<protocol>.npz preds_<split> (evaluation seeds x examples), seeds
 ```
+
+One file per protocol: a run scored under several readings (`--protocol probe,finetune-tuned`) scores the
+same encoder on the same task once per reading, and each reading's statistics resample its own predictions.
+Runs stored before the protocol was in the name have `<task>.npz` (whichever reading wrote it last); it is
+read when no `<task>@<protocol>.npz` exists, and the row check (summarise/bootstrap_inputs.py) refuses it
+where it belongs to another reading.
 
 `index_<split>` are the dev examples scored (all of them, or the fixed sample of `--quick`), in the
 order of the prediction columns; `meta` holds the dev set's sha256 (texts and labels of those examples), so
@@ -40,6 +46,7 @@ class TaskPredictions:
     """One encoder's predictions on one task: per evaluation split, (seeds, examples)."""
 
     task: str
+    protocol: str  # the reading whose score rows these predictions give
     seeds: list[int]
     preds: dict[str, np.ndarray]  # split -> (len(seeds), N)
     labels: dict[str, np.ndarray]  # split -> (N,)
@@ -47,10 +54,10 @@ class TaskPredictions:
     dev_sha256: str
 
 
-def collect(task_name: str, records: dict[int, dict]) -> TaskPredictions:
+def collect(task_name: str, records: dict[int, dict], protocol: str) -> TaskPredictions:
     """From `evaluate`'s records per evaluation seed ({seed: {split: (preds, labels, index, sha256 of the
-    scored examples)}}, score/finetune.py) to one
-    TaskPredictions; every seed scores the same examples."""
+    scored examples)}}, score/finetune.py) under `protocol` to one TaskPredictions; every seed scores the
+    same examples."""
     seeds = sorted(records)
     splits = sorted(records[seeds[0]])
     preds, labels, index, shas = {}, {}, {}, []
@@ -59,7 +66,7 @@ def collect(task_name: str, records: dict[int, dict]) -> TaskPredictions:
         preds[split] = np.stack([_compact(records[s][split][0]) for s in seeds])
         labels[split], index[split] = _compact(y), np.asarray(idx, dtype=np.int32)
         shas.append(sha)
-    return TaskPredictions(task_name, seeds, preds, labels, index, hashlib.sha256("".join(shas).encode()).hexdigest())
+    return TaskPredictions(task_name, protocol, seeds, preds, labels, index, hashlib.sha256("".join(shas).encode()).hexdigest())
 
 
 def _compact(a) -> np.ndarray:
@@ -82,8 +89,11 @@ class PredictionStore:
     def labels_path(self, task: str) -> Path:
         return self.root / "labels" / f"{task}.npz"
 
-    def path(self, objective: str, pretrain_seed: int, fraction: float, task: str) -> Path:
-        return self.root / objective / f"seed-{int(pretrain_seed)}" / fraction_dir(fraction) / f"{task}.npz"
+    def path(self, objective: str, pretrain_seed: int, fraction: float, task: str, protocol: str | None) -> Path:
+        """The file of one encoder's predictions on `task` under `protocol` (None: the unkeyed file of runs
+        stored before the protocol was in the name)."""
+        name = task if protocol is None else f"{task}@{protocol}"
+        return self.root / objective / f"seed-{int(pretrain_seed)}" / fraction_dir(fraction) / f"{name}.npz"
 
     def write(self, objective: str, pretrain_seed: int, fraction: float, p: TaskPredictions) -> None:
         """The labels once per task (checked against the stored dev hash), then this encoder's predictions."""
@@ -100,7 +110,7 @@ class PredictionStore:
             arrays["meta"] = np.array(json.dumps({"task": p.task, "dev_sha256": p.dev_sha256,
                                                   "splits": sorted(p.labels)}))
             atomic_io.write_bytes(lp, _npz_bytes(arrays))
-        out = self.path(objective, pretrain_seed, fraction, p.task)
+        out = self.path(objective, pretrain_seed, fraction, p.task, p.protocol)
         out.parent.mkdir(parents=True, exist_ok=True)
         arrays = {f"preds_{s}": a for s, a in p.preds.items()}
         arrays["seeds"] = np.asarray(p.seeds, dtype=np.int32)
@@ -115,15 +125,19 @@ class PredictionStore:
             return {**meta, "labels": {s: z[f"labels_{s}"] for s in meta["splits"]},
                     "index": {s: z[f"index_{s}"] for s in meta["splits"]}}
 
-    def read(self, objective: str, pretrain_seed: int, fraction: float, task: str) -> dict | None:
-        """{"seeds": [...], "preds": {split: (seeds, N)}, "dev_sha256"}; None when not stored."""
-        path = self.path(objective, pretrain_seed, fraction, task)
+    def read(self, objective: str, pretrain_seed: int, fraction: float, task: str, protocol: str) -> dict | None:
+        """{"seeds": [...], "preds": {split: (seeds, N)}, "dev_sha256", "path"} of `protocol`'s file, else of
+        the unkeyed file an older run stored (which may be another reading's: the caller checks it against
+        the score rows); None when neither is stored."""
+        path = self.path(objective, pretrain_seed, fraction, task, protocol)
         if not path.is_file():
-            return None
+            path = self.path(objective, pretrain_seed, fraction, task, None)
+            if not path.is_file():
+                return None
         with _open(path) as z:
             meta = json.loads(str(z["meta"]))
             preds = {k[len("preds_"):]: z[k] for k in z.files if k.startswith("preds_")}
-            return {"seeds": z["seeds"].tolist(), "preds": preds, "dev_sha256": meta["dev_sha256"]}
+            return {"seeds": z["seeds"].tolist(), "preds": preds, "dev_sha256": meta["dev_sha256"], "path": path}
 
     def has_any(self) -> bool:
         return (self.root / "labels").is_dir() and any((self.root / "labels").glob("*.npz"))

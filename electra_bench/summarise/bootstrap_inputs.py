@@ -51,14 +51,18 @@ def metric_weights(scorer, task_metrics: Mapping[str, list[str]]) -> dict[str, d
 
 def inputs(run, rows: pd.DataFrame, weights: dict, arms: list[tuple[str, float]], seeds: dict
             ) -> tuple[list[bootstrap.TaskData], str, str | None]:
-    """TaskData per task from the stored predictions (checked against the score rows), or from the score
-    values alone when predictions are missing or do not reproduce the rows."""
+    """TaskData per task from the stored predictions of the rows' protocol (checked against the score rows),
+    or from the score values alone when predictions are missing or do not reproduce the rows."""
+    protocols = sorted(rows["protocol"].unique())
+    if len(protocols) != 1:  # each reading has its own predictions and its own statistics
+        raise ValueError(f"statistics of one protocol at a time, not of {', '.join(protocols)}")
     store = PredictionStore(run.path)
     eval_seeds = sorted(int(s) for s in rows["seed"].unique())
     note = None
     if store.has_any():
         try:
-            return _from_predictions(store, rows, weights, arms, seeds, eval_seeds), "multi-bootstrap", None
+            return (_from_predictions(store, protocols[0], rows, weights, arms, seeds, eval_seeds),
+                    "multi-bootstrap", None)
         except _Mismatch as e:
             note = f"stored predictions not used ({e}): resampled over pre-training seeds only"
     return _from_scores(rows, weights, arms, seeds, eval_seeds), "seeds-only", note or SEEDS_ONLY_NOTE
@@ -68,7 +72,7 @@ class _Mismatch(Exception):
     pass
 
 
-def _from_predictions(store, rows, weights, arms, seeds, eval_seeds) -> list[bootstrap.TaskData]:
+def _from_predictions(store, protocol, rows, weights, arms, seeds, eval_seeds) -> list[bootstrap.TaskData]:
     out = []
     for task, metrics in weights.items():
         try:
@@ -87,7 +91,7 @@ def _from_predictions(store, rows, weights, arms, seeds, eval_seeds) -> list[boo
             a = arm_key(objective, fraction)
             preds[a] = {}
             for s in seeds[a]:
-                p = store.read(objective, s, fraction, task)
+                p = store.read(objective, s, fraction, task, protocol)
                 if p is None or p["dev_sha256"] != labels["dev_sha256"]:
                     raise _Mismatch(f"{task}: no predictions for {a} seed {s}" if p is None
                                     else f"{task}: predictions of {a} seed {s} are of another dev set")
@@ -95,7 +99,10 @@ def _from_predictions(store, rows, weights, arms, seeds, eval_seeds) -> list[boo
                 if missing:
                     raise _Mismatch(f"{task}: {a} seed {s} lacks evaluation seeds {missing}")
                 arr = p["preds"][split][[p["seeds"].index(e) for e in eval_seeds]]
-                _check_rows(rows, objective, fraction, s, task, eval_seeds, bases, arr, y)
+                try:
+                    _check_rows(rows, objective, fraction, s, task, eval_seeds, bases, arr, y)
+                except _Mismatch as e:  # say which file: an unkeyed one may be another reading's
+                    raise _Mismatch(f"{e} from {p['path'].relative_to(store.root)}") from None
                 preds[a][s] = arr
         base_metrics = {}
         for m, w in metrics.items():
