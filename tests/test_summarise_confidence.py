@@ -139,6 +139,41 @@ def test_an_unkeyed_prediction_file_of_an_older_run_is_read_and_checked_against_
     assert "from init/seed-0/frac-0.0000/" in st["note"] and ".npz" in st["note"], st["note"]
 
 
+def test_unkeyed_files_are_named_by_the_reading_whose_rows_they_reproduce(tmp_path):
+    """scripts/key_predictions.py's rule: an unkeyed file gets the one reading whose rows it reproduces; one
+    that reproduces no reading's rows (here another seed's predictions) is left as it is."""
+    from electra_bench.summarise.bootstrap_inputs import name_unkeyed_predictions
+
+    run = make_run(tmp_path, seeds=(0, 1))
+    make_run(tmp_path, run=run, protocol="finetune", seeds=(0, 1), rng_seed=1)
+    root = run.path / "predictions"
+    keyed = sorted(root.rglob("*@*.npz"))
+    for f in keyed:  # as the old store named them; the finetune reading's set aside
+        f.rename(f.with_name(f.name.split("@")[0] + (".npz" if "@probe" in f.name else ".ft")))
+    wrong, other = root / "mlm/seed-1/frac-1.0000/sst2.npz", root / "mlm/seed-0/frac-1.0000/sst2.npz"
+    wrong.rename(wrong.with_suffix(".keep"))
+    wrong.write_bytes(other.read_bytes())
+    planned = dict(name_unkeyed_predictions(run, dry_run=True))
+    assert planned["rtd/seed-0/frac-0.5000/cola.npz"] == "would be named cola@probe.npz"
+    assert not list(root.rglob("*@*.npz"))  # a dry run renames nothing
+    done = dict(name_unkeyed_predictions(run))
+    assert done["mlm/seed-1/frac-1.0000/sst2.npz"] == "left: reproduces no reading's rows"
+    assert done["rtd/seed-0/frac-0.5000/cola.npz"] == "named cola@probe.npz"
+    assert sum(w.startswith("named") for w in done.values()) == len(keyed) // 2 - 1
+    wrong.with_suffix(".keep").replace(wrong)
+    assert dict(name_unkeyed_predictions(run)) == {"mlm/seed-1/frac-1.0000/sst2.npz": "named sst2@probe.npz"}
+    for f in root.rglob("*.ft"):  # now the finetune reading's files, unkeyed, beside the probe's keyed ones
+        f.rename(f.with_suffix(".npz"))
+    done = dict(name_unkeyed_predictions(run))
+    assert set(done.values()) == {"named cola@finetune.npz", "named sst2@finetune.npz"}
+    assert sorted(root.rglob("*@*.npz")) == keyed
+    s = summary.build_summary(run)
+    assert {s["protocols"][p]["statistics"]["method"] for p in ("probe", "finetune")} == {"multi-bootstrap"}
+    copy = root / "rtd/seed-0/frac-0.5000/cola.npz"
+    copy.write_bytes(copy.with_name("cola@probe.npz").read_bytes())
+    assert dict(name_unkeyed_predictions(run)) == {str(copy.relative_to(root)): "left: cola@probe.npz exists"}
+
+
 def test_a_second_dev_set_under_the_same_task_is_refused(tmp_path):
     store = PredictionStore(tmp_path)
     p = TaskPredictions("sst2", "probe", [0], {"dev": np.zeros((1, 3), np.int16)},

@@ -125,7 +125,8 @@ class PredictionStore:
             return {**meta, "labels": {s: z[f"labels_{s}"] for s in meta["splits"]},
                     "index": {s: z[f"index_{s}"] for s in meta["splits"]}}
 
-    def read(self, objective: str, pretrain_seed: int, fraction: float, task: str, protocol: str) -> dict | None:
+    def read(self, objective: str, pretrain_seed: int, fraction: float, task: str, protocol: str | None
+             ) -> dict | None:
         """{"seeds": [...], "preds": {split: (seeds, N)}, "dev_sha256", "path"} of `protocol`'s file, else of
         the unkeyed file an older run stored (which may be another reading's: the caller checks it against
         the score rows); None when neither is stored."""

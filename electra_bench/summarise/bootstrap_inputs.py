@@ -155,3 +155,56 @@ def eval_seeds_as_units(tasks: list[bootstrap.TaskData]) -> list[bootstrap.TaskD
                  for a, by_seed in t.preds.items()}
         out.append(bootstrap.TaskData(t.name, t.labels, preds, t.metrics))
     return out
+
+
+def name_unkeyed_predictions(run, dry_run: bool = False) -> list[tuple[str, str]]:
+    """Give each unkeyed prediction file of an older run (`<task>.npz`, stored before the protocol was in
+    the name) the name of the one reading whose score rows it reproduces (`<task>@<protocol>.npz`); a file
+    that reproduces none (overwritten by another reading whose rows it no longer matches) or whose keyed name
+    is taken is left as it is. Returns (file, what was done) for every unkeyed file."""
+    store = PredictionStore(run.path)
+    rows = run.scores()
+    done = []
+    for f in sorted(store.root.glob("*/seed-*/frac-*/*.npz")):
+        if "@" in f.stem:
+            continue
+        objective, seed, fraction, task = f.parts[-4], int(f.parts[-3][5:]), float(f.parts[-2][5:]), f.stem
+        rel = str(f.relative_to(store.root))
+        labels = store.labels(task)
+        p = store.read(objective, seed, fraction, task, None)
+        sel = rows[(rows["objective"] == objective) & (rows["pretrain_seed"] == seed) & (rows["task"] == task)
+                   & ((rows["fraction"] - fraction).abs() < 1e-9)]
+        matches = [protocol for protocol, prow in sel.groupby("protocol")
+                   if p["dev_sha256"] == labels["dev_sha256"] and _reproduces(prow, p, labels)]
+        if len(matches) != 1:
+            done.append((rel, "left: reproduces " + (f"several readings' rows ({', '.join(matches)})" if matches
+                                                      else "no reading's rows")))
+            continue
+        target = store.path(objective, seed, fraction, task, matches[0])
+        if target.exists():
+            done.append((rel, f"left: {target.name} exists"))
+            continue
+        if not dry_run:
+            f.rename(target)
+        done.append((rel, f"{'would be' if dry_run else ''} named {target.name}".strip()))
+    return done
+
+
+def _reproduces(prow: pd.DataFrame, p: dict, labels: dict) -> bool:
+    """Whether stored predictions `p` give every score row of `prow` (one reading's rows of one encoder and
+    task), to 1e-6."""
+    eval_seeds = sorted(int(s) for s in prow["seed"].unique())
+    if any(e not in p["seeds"] for e in eval_seeds):
+        return False
+    for metric in prow["metric"].unique():
+        base, split = _split_for(metric, labels["splits"])
+        if split not in p["preds"]:
+            return False
+        y = labels["labels"][split]
+        arr = p["preds"][split][[p["seeds"].index(e) for e in eval_seeds]]
+        values = bootstrap.metric_values(base, arr, y, np.ones((1, len(y))))[:, 0]
+        for e, v in zip(eval_seeds, values):
+            stored = prow[(prow["seed"] == e) & (prow["metric"] == metric)]["value"]
+            if len(stored) and abs(float(stored.iloc[-1]) - v) > 1e-6:
+                return False
+    return True
