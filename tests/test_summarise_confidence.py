@@ -164,6 +164,9 @@ def test_unkeyed_files_are_named_by_the_reading_whose_rows_they_reproduce(tmp_pa
     assert dict(name_unkeyed_predictions(run)) == {"mlm/seed-1/frac-1.0000/sst2.npz": "named sst2@probe.npz"}
     for f in root.rglob("*.ft"):  # now the finetune reading's files, unkeyed, beside the probe's keyed ones
         f.rename(f.with_suffix(".npz"))
+    run.append_scores([dict(objective="mlm", fraction=1.0, step=100, train_flops=1e13, convention="measured",
+                            task="sst2", seed=0, metric="tuned_lr", value=1e-3, protocol="finetune",
+                            pretrain_seed=1)])  # a record beside the scores, as finetune-tuned keeps: not checked
     done = dict(name_unkeyed_predictions(run))
     assert set(done.values()) == {"named cola@finetune.npz", "named sst2@finetune.npz"}
     assert sorted(root.rglob("*@*.npz")) == keyed
