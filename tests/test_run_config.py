@@ -73,6 +73,7 @@ def test_committed_runs_keep_their_identity(run_file):
     config = json.loads((run_root / "config.json").read_text())
     spec = spec_of_run(config)
     assert spec.to_dict() == config
+    assert spec.protocols[1:] == tuple(config.get("readings", ()))  # a run read several ways: report --reference
     objective = run_file.parent.parent.name
     # the tokenizer's, as data preparation sets it: schema 1 (flat) or the config tree (results/multiseed-ebs3)
     tree = stored["preset"].get("model", stored["preset"])

@@ -67,7 +67,7 @@ def spec_of_run(config: dict, device: str = "auto") -> CompareSpec:
     fields = {f for f in CompareSpec.__dataclass_fields__}
     kw = {k: v for k, v in config.items() if k in fields}
     kw["overrides"] = tuple(sorted((config.get("overrides") or {}).items()))
-    for key in ("tasks", "objectives"):
+    for key in ("tasks", "objectives", "readings"):  # JSON lists, the spec's tuples
         if kw.get(key) is not None:
             kw[key] = tuple(kw[key])
     if isinstance(kw.get("until_resolved"), dict):
