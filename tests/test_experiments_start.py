@@ -2,6 +2,7 @@
 echoed in FLOPs against its mode's default with the wall time where it runs; on a CPU a budget far beyond
 the mode's default needs --yes (or a yes at a terminal); the end names the run directory and the plots."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -81,6 +82,12 @@ def test_compare_says_what_it_starts_and_where_its_run_and_plots_went(tmp_path, 
     lines = proc.stderr.splitlines()
     said = next(ln for ln in lines if ln.startswith(f"{run.name}: "))
     assert "FLOPs per objective" in said and "on 1 CPU worker(s) (at the speeds measured here)" in said
+    assert "jobs stored" not in said  # a new run: the whole graph is what is left
     assert lines[-2] == f"run: {run}/ (report.txt, report.md, summary.json)"
     assert lines[-1].startswith(f"plots: {run / 'plots'}/ (") and "score_vs_flops" in lines[-1]
     assert (run / "report.txt").is_file() and (run / "plots" / "score_vs_flops.png").is_file()
+    rerun = _cli(*proc.args[3:])  # the same command again: everything is stored, and it says so
+    assert rerun.returncode == 0, rerun.stderr
+    said = next(ln for ln in rerun.stderr.splitlines() if ln.startswith(f"{run.name}: "))
+    stored = re.search(r"; (\d+) of (\d+) jobs stored, about 0 s left$", said)
+    assert stored and stored[1] == stored[2] and int(stored[1]) >= 3, said  # 2 pre-training runs, their scores

@@ -16,6 +16,7 @@ sweep are built on the same pieces. `--dry-run` prints the graph with its FLOPs 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,7 @@ from ..data.task_sources import load_tasks
 from ..data.tasks import normalize_name
 from ..errors import BenchError
 from ..store.layout import RunLayout
+from ..store.runs import load_run
 from ..present import plots, report, tensorboard_curves
 from ..summarise.summary import build_summary
 from . import sizing, target
@@ -107,6 +109,10 @@ def start(spec: CompareSpec, root: str | Path, run_id: str, quiet: bool = False)
                  f"sized for an {where.kind.name}" + (" as a reference" if where.runs_here else ""))
         unit = "CPU worker(s)" if where.kind is None else "device(s)"
         line += f"; about {sizing.fmt_hours(plan['wall_hours'])} on {plan['devices']} {unit} ({sized})"
+        left = rerun_left(spec, root, run_id)
+        if left is not None:  # a rerun: what is stored is skipped, so say what is left
+            line += (f"; {left['stored']} of {left['jobs']} jobs stored, about "
+                     f"{sizing.fmt_hours(left['wall_hours'])} left")
     return Start(line, times, where.kind is None)
 
 
@@ -155,8 +161,37 @@ def plan_only(spec: CompareSpec, root: str | Path, run_id: str, n_devices: int |
     tasks, note = sized_tasks(spec)
     jobs = build_jobs(spec, plans, tasks, p, RunLayout(Path(root) / run_id), None, **build_options)
     where = target.resolve(spec)
-    rates = {f"pretrain/{o}": where.pretrain_rate(p.for_objective(o), o, plans[o], spec.gpus_per_run) for o in plans}
-    return {**graph_report(spec, jobs, n_devices, where, rates), "note": note}
+    return {**graph_report(spec, jobs, n_devices, where, _rates(spec, where, p, plans)), "note": note}
+
+
+def rerun_left(spec: CompareSpec, root: str | Path, run_id: str) -> dict | None:
+    """What a rerun of a stored run has left: {"stored": jobs finished, "jobs": in the graph, "wall_hours":
+    of the rest}, sized as --dry-run sizes them; None where no run is stored (or it cannot be read: the run
+    itself says why when it opens). Read-only: no lock, nothing written."""
+    path = Path(root) / run_id
+    if not (path / "config.json").is_file():
+        return None
+    try:
+        run = load_run(path)
+        p = spec.resolved_preset()
+        plans = budget_of(spec, p).plans()
+        jobs = build_jobs(spec, plans, sized_tasks(spec)[0], p, run.layout, run)
+    except BenchError:
+        return None
+    left = [j for j in jobs if j.done is None or not j.done()]
+    ids = {j.id for j in left}
+    left = [dataclasses.replace(j, deps=tuple(d for d in j.deps if d in ids)) for j in left]
+    where = target.resolve(spec)
+    rates = _rates(spec, where, p, plans)
+    scoring = where.scoring_rate(rates)
+    n = int(spec.devices) if spec.devices and spec.devices.isdigit() else len(slots(spec)[1])
+    wall = sizing.simulate(left, n, lambda job: rates.get(sizing.rate_key(job), scoring))
+    return {"stored": len(jobs) - len(left), "jobs": len(jobs), "wall_hours": wall}
+
+
+def _rates(spec: CompareSpec, where: target.Target, p, plans: dict) -> dict[str, sizing.Rate]:
+    """Each objective's pre-training rate on the target (measured on this CPU, assumed for a device)."""
+    return {f"pretrain/{o}": where.pretrain_rate(p.for_objective(o), o, plans[o], spec.gpus_per_run) for o in plans}
 
 
 def sized_tasks(spec: CompareSpec) -> tuple[list, str | None]:
