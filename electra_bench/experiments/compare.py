@@ -184,9 +184,14 @@ def rerun_left(spec: CompareSpec, root: str | Path, run_id: str) -> dict | None:
     where = target.resolve(spec)
     rates = _rates(spec, where, p, plans)
     scoring = where.scoring_rate(rates)
-    n = int(spec.devices) if spec.devices and spec.devices.isdigit() else len(slots(spec)[1])
-    wall = sizing.simulate(left, n, lambda job: rates.get(sizing.rate_key(job), scoring))
+    wall = sizing.simulate(left, _devices(spec), lambda job: rates.get(sizing.rate_key(job), scoring))
     return {"stored": len(jobs) - len(left), "jobs": len(jobs), "wall_hours": wall}
+
+
+def _devices(spec: CompareSpec) -> int:
+    """Devices the graph is sized for: --devices N (planning for a machine this is not needs no N visible
+    GPUs here), else the slots found here."""
+    return int(spec.devices) if spec.devices and spec.devices.isdigit() else len(slots(spec)[1])
 
 
 def _rates(spec: CompareSpec, where: target.Target, p, plans: dict) -> dict[str, sizing.Rate]:
@@ -219,9 +224,7 @@ def graph_report(spec: CompareSpec, jobs: list, n_devices: int | None, where: ta
     """sizing.table over `jobs` at their rates on the target (`rates` by sizing.rate_key for what was
     measured, the target's assumed rate for the rest), plus the parent's own steps (prepare first,
     summarise last), the target and where it would run."""
-    if n_devices is None:  # planning for a machine this is not: --devices N needs no N visible GPUs here
-        n_devices = int(spec.devices) if spec.devices and spec.devices.isdigit() else len(slots(spec)[1])
-    n = n_devices
+    n = _devices(spec) if n_devices is None else n_devices
     scoring = where.scoring_rate(rates)
     out = sizing.table(jobs, n, lambda job: rates.get(sizing.rate_key(job), scoring))
     out["target"] = where.describe(spec)
